@@ -1,0 +1,61 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layout: executables are thin `main` wrappers; logic lives in the *Core / Shared /
+// MediaEncoding libraries that tests import. One C module per system library, each
+// with shim functions for what Swift cannot import (macros, variadic calls).
+let package = Package(
+    name: "multicam-recorder",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "capture-agent", targets: ["CaptureAgent"]),
+        .executable(name: "record-server", targets: ["RecordServer"]),
+        .executable(name: "recordctl", targets: ["recordctl"]),
+        .executable(name: "mux-bench", targets: ["MuxBench"]),
+        .library(name: "Shared", targets: ["Shared"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+    ],
+    targets: [
+        // System libraries (Debian: libx264-dev, libopus-dev, libv4l-dev, libasound2-dev).
+        .target(name: "CX264", linkerSettings: [.linkedLibrary("x264")]),
+        .target(name: "COpus", linkerSettings: [.linkedLibrary("opus")]),
+        .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+        .target(name: "CALSA", linkerSettings: [.linkedLibrary("asound")]),
+
+        // Portable core (Sources/Shared): MP4 boxes/muxer/reader and the wire protocol,
+        // each its own module; `Shared` re-exports both.
+        .target(name: "MP4", path: "Sources/Shared/MP4"),
+        .target(
+            name: "WireProtocol",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            path: "Sources/Shared/Protocol"
+        ),
+        .target(name: "Shared", dependencies: ["MP4", "WireProtocol"], path: "Sources/Shared/Umbrella"),
+        // Owning Swift wrappers over libx264 / libopus and synthetic media generators.
+        .target(name: "MediaEncoding", dependencies: ["CX264", "COpus"]),
+
+        .target(name: "CaptureAgentCore", dependencies: ["Shared", "MediaEncoding", "CV4L2", "CALSA"]),
+        .target(name: "RecordServerCore", dependencies: ["Shared"]),
+        .target(
+            name: "RecordCtlCore",
+            dependencies: [
+                "Shared", "MediaEncoding",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        .executableTarget(name: "CaptureAgent", dependencies: ["CaptureAgentCore"]),
+        .executableTarget(name: "RecordServer", dependencies: ["RecordServerCore"]),
+        .executableTarget(name: "recordctl", dependencies: ["RecordCtlCore"]),
+        .executableTarget(name: "MuxBench", dependencies: ["Shared", "MediaEncoding"], path: "Benchmarks/MuxBench"),
+
+        .testTarget(name: "MP4Tests", dependencies: ["MP4"]),
+        .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
+        .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding"]),
+        .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

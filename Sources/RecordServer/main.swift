@@ -1,0 +1,3 @@
+import RecordServerCore
+
+RecordServerMain.run(arguments: Array(CommandLine.arguments.dropFirst()))

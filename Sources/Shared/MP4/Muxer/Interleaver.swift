@@ -1,0 +1,111 @@
+/// Merges N per-track queues into one stream ordered by decode time (the seed design's
+/// per-media queues, generalised). A sample is released only when no other track can
+/// still deliver something earlier — unless that track has been silent for `stallTimeout`
+/// of media time, in which case it is declared stalled and stops holding the others back.
+/// Pure value: no clocks, no I/O; media time is the only time it knows.
+struct Interleaver {
+    enum Event: Equatable {
+        case stalled(trackIndex: Int, lastDTS: Int64?)
+        case resumed(trackIndex: Int)
+    }
+
+    private struct TrackQueue {
+        var samples: [PreparedSample] = []
+        var head = 0
+        var queuedBytes = 0
+        var lastDTSReceived: Int64?
+        var ended = false
+        var stalled = false
+
+        var isEmpty: Bool { head == samples.count }
+        var first: PreparedSample? { isEmpty ? nil : samples[head] }
+
+        mutating func pop() -> PreparedSample {
+            let s = samples[head]
+            head += 1
+            queuedBytes -= s.payload.count
+            if head > 256, head * 2 > samples.count { // compact now and then, keeps pops O(1) amortised
+                samples.removeFirst(head)
+                head = 0
+            }
+            return s
+        }
+    }
+
+    private var queues: [TrackQueue]
+    private var earliestDTSSeen: Int64?
+    let stallTimeout: Int64
+    let maxQueuedBytes: Int
+    private(set) var events: [Event] = []
+
+    init(trackCount: Int, stallTimeout: Int64, maxQueuedBytes: Int) {
+        queues = Array(repeating: TrackQueue(), count: trackCount)
+        self.stallTimeout = stallTimeout
+        self.maxQueuedBytes = maxQueuedBytes
+    }
+
+    var queuedSampleCount: Int { queues.reduce(0) { $0 + $1.samples.count - $1.head } }
+
+    mutating func push(_ sample: PreparedSample) {
+        var q = queues[sample.trackIndex]
+        if q.stalled {
+            q.stalled = false
+            events.append(.resumed(trackIndex: sample.trackIndex))
+        }
+        q.samples.append(sample)
+        q.queuedBytes += sample.payload.count
+        q.lastDTSReceived = sample.dts
+        queues[sample.trackIndex] = q
+        earliestDTSSeen = min(earliestDTSSeen ?? sample.dts, sample.dts)
+    }
+
+    /// No more samples will come for this track: it no longer holds the others back.
+    mutating func endTrack(_ index: Int) { queues[index].ended = true }
+
+    mutating func takeEvents() -> [Event] {
+        defer { events.removeAll() }
+        return events
+    }
+
+    /// The next sample in decode order, if it may be released now.
+    mutating func next() -> PreparedSample? {
+        guard let candidate = headWithSmallestDTS() else { return nil }
+        let dts = queues[candidate].samples[queues[candidate].head].dts
+        let forced = queues[candidate].queuedBytes > maxQueuedBytes
+        for i in queues.indices where i != candidate && queues[i].isEmpty && !queues[i].ended && !forced {
+            if !mayPass(emptyTrack: i, candidateDTS: dts) { return nil }
+        }
+        return queues[candidate].pop()
+    }
+
+    /// Everything still queued, in decode order (end of recording).
+    mutating func drain() -> [PreparedSample] {
+        var out: [PreparedSample] = []
+        while let i = headWithSmallestDTS() { out.append(queues[i].pop()) }
+        return out
+    }
+
+    private func headWithSmallestDTS() -> Int? {
+        var best: Int?
+        var bestDTS = Int64.max
+        for i in queues.indices {
+            if let s = queues[i].first, s.dts < bestDTS {
+                best = i
+                bestDTS = s.dts
+            }
+        }
+        return best
+    }
+
+    /// Whether an empty track can no longer deliver anything that should precede `candidateDTS`.
+    private mutating func mayPass(emptyTrack i: Int, candidateDTS: Int64) -> Bool {
+        if queues[i].stalled { return true }
+        // Its next sample's DTS will exceed its last one, so anything at or before that is safe.
+        if let last = queues[i].lastDTSReceived, candidateDTS <= last { return true }
+        let reference = queues[i].lastDTSReceived ?? earliestDTSSeen ?? candidateDTS
+        guard candidateDTS - reference > stallTimeout else { return false }
+        queues[i].stalled = true
+        events.append(.stalled(trackIndex: i, lastDTS: queues[i].lastDTSReceived))
+        return true
+    }
+}

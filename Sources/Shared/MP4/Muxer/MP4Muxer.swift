@@ -1,0 +1,235 @@
+/// The N-track recorder: the seed design's status machine, per-track queues and DTS
+/// interleaving, writing crash-safe fragmented MP4 that becomes a regular MP4 on `finish()`.
+///
+/// Not thread-safe by design: one owner (a session actor on the server) drives it.
+/// - Misuse (unknown track, DTS going backwards, oversized sample, codec change, …) throws a
+///   typed error for that call only; the recording continues and nothing written is lost.
+/// - An I/O error (a full disk) moves it to `.failed`; what was written stays recoverable.
+/// - `cancel()` deletes the output, as the seed's `cancelWriting` does.
+public final class MP4Muxer {
+    public enum Status: String, Sendable { case idle, running, completed, failed, cancelled }
+
+    public let configuration: MuxerConfiguration
+    public private(set) var status: Status = .idle
+    public private(set) var failure: MuxerError?
+
+    private let tracks: [PreparedTrack]
+    private let trackIndexByID: [UInt32: Int]
+    private let primaryTrack: Int
+    private var interleaver: Interleaver
+    private var ledger = SequenceLedger()
+    private var lastDTS: [Int64?]
+    private var ended: [Bool]
+    private var stalled: Set<UInt32> = []
+    private var everStalled: Set<UInt32> = []
+
+    private var current: SegmentWriter?
+    private var draining: SegmentWriter?
+    private var switched: [Bool] = []
+    private var split: (pts: Int64, dts: Int64)?
+    private var splitRequested = false
+    private var sessionOrigin: Int64?
+    private var completed: [SegmentSummary] = []
+    private var allPaths: [String] = []
+
+    /// Longest a track may keep feeding the previous segment after a split while waiting for
+    /// its own keyframe, before it is moved over anyway.
+    static let segmentDrainLimit: Int64 = 10_000_000_000
+
+    public init(configuration: MuxerConfiguration) throws(MuxerError) {
+        guard !configuration.tracks.isEmpty else { throw MuxerError(.invalidConfiguration, "a recording needs at least one track") }
+        guard Set(configuration.tracks.map(\.id)).count == configuration.tracks.count else {
+            throw MuxerError(.invalidConfiguration, "track ids must be unique")
+        }
+        guard configuration.fragmentDuration > 0, configuration.stallTimeout > 0 else {
+            throw MuxerError(.invalidConfiguration, "fragment duration and stall timeout must be positive")
+        }
+        var prepared: [PreparedTrack] = []
+        for t in configuration.tracks { prepared.append(try PreparedTrack(t)) }
+        self.configuration = configuration
+        tracks = prepared
+        trackIndexByID = Dictionary(uniqueKeysWithValues: prepared.enumerated().map { ($1.id, $0) })
+        primaryTrack = prepared.firstIndex(where: \.isVideo) ?? 0
+        interleaver = Interleaver(trackCount: prepared.count, stallTimeout: configuration.stallTimeout,
+                                  maxQueuedBytes: configuration.maxQueuedBytesPerTrack)
+        lastDTS = Array(repeating: nil, count: prepared.count)
+        ended = Array(repeating: false, count: prepared.count)
+    }
+
+    /// Creates the first file (so a bad directory or permission fails now, not at the first fragment).
+    public func start() throws(MuxerError) {
+        guard status == .idle else { throw MuxerError(.notRunning, "start() in state \(status)") }
+        current = try SegmentWriter(index: 0, tracks: tracks, configuration: configuration, sessionOrigin: nil)
+        allPaths.append(configuration.path(forSegment: 0))
+        status = .running
+    }
+
+    /// Every sample appended with a sequence at or below this is durable.
+    public var durableThroughSequence: UInt64 { ledger.durableThrough }
+
+    public func append(_ sample: MuxerSample) throws(MuxerError) -> [MuxerEvent] {
+        try requireRunning()
+        guard let t = trackIndexByID[sample.trackID] else {
+            throw MuxerError(.unknownTrack, "no track \(sample.trackID) in this recording (tracks: \(tracks.map(\.id)))")
+        }
+        guard !ended[t] else { throw MuxerError(.trackEnded, "track \(sample.trackID) has ended") }
+        if let last = lastDTS[t], sample.dts <= last {
+            throw MuxerError(.decodeTimeWentBackwards, "track \(sample.trackID) sequence \(sample.sequence): DTS \(sample.dts) not after \(last)")
+        }
+        if let last = ledger.lastAppended, sample.sequence <= last {
+            throw MuxerError(.sequenceNotIncreasing, "sequence \(sample.sequence) not after \(last)")
+        }
+        if let origin = (draining ?? current)?.decodeOrigin, sample.dts < origin {
+            throw MuxerError(.sampleBeforeRecordingStart, "track \(sample.trackID) sequence \(sample.sequence): DTS precedes the file's time origin")
+        }
+        let prepared = try SamplePreparation.prepare(sample, trackIndex: t, track: tracks[t], maxSampleSize: configuration.maxSampleSize)
+        lastDTS[t] = sample.dts
+        ledger.appended(sample.sequence)
+        interleaver.push(prepared)
+        return try pump()
+    }
+
+    /// The track will send nothing more (end of stream or a source error): it stops holding
+    /// the others back; the rest of the recording goes on.
+    public func endTrack(_ trackID: UInt32) throws(MuxerError) -> [MuxerEvent] {
+        try requireRunning()
+        guard let t = trackIndexByID[trackID] else { throw MuxerError(.unknownTrack, "no track \(trackID) in this recording") }
+        ended[t] = true
+        interleaver.endTrack(t)
+        return try pump()
+    }
+
+    /// Writes everything queued and finalizes every file into a regular MP4.
+    public func finish() throws(MuxerError) -> RecordingSummary {
+        try requireRunning()
+        var events: [MuxerEvent] = []
+        do throws(MuxerError) {
+            for sample in interleaver.drain() { try route(sample, events: &events) }
+            if let draining { try finalizeSegment(draining, events: &events) }
+            draining = nil
+            if let current { try finalizeSegment(current, events: &events) }
+            current = nil
+        } catch {
+            fail(error)
+            throw error
+        }
+        status = .completed
+        return RecordingSummary(segments: completed, stalledTracks: everStalled)
+    }
+
+    /// Stops and deletes every file of this recording.
+    public func cancel() {
+        guard status == .running || status == .idle || status == .failed else { return }
+        draining?.discard()
+        current?.discard()
+        draining = nil
+        current = nil
+        for path in allPaths { RandomAccessFile.remove(path) }
+        status = .cancelled
+    }
+
+    // MARK: - Internals
+
+    private func requireRunning() throws(MuxerError) {
+        guard status == .running else {
+            throw MuxerError(.notRunning, "the muxer is \(status)" + (failure.map { " (\($0.message))" } ?? ""))
+        }
+    }
+
+    private func fail(_ error: MuxerError) {
+        failure = error
+        status = .failed
+        draining?.close()
+        current?.close()
+    }
+
+    private func pump() throws(MuxerError) -> [MuxerEvent] {
+        var events: [MuxerEvent] = []
+        do throws(MuxerError) {
+            while let sample = interleaver.next() { try route(sample, events: &events) }
+        } catch {
+            fail(error)
+            throw error
+        }
+        for event in interleaver.takeEvents() {
+            switch event {
+            case let .stalled(index, _):
+                stalled.insert(tracks[index].id)
+                everStalled.insert(tracks[index].id)
+                events.append(.trackStalled(trackID: tracks[index].id))
+            case let .resumed(index):
+                stalled.remove(tracks[index].id)
+                events.append(.trackResumed(trackID: tracks[index].id))
+            }
+        }
+        return events
+    }
+
+    private func route(_ sample: PreparedSample, events: inout [MuxerEvent]) throws(MuxerError) {
+        guard let segment = try segmentFor(sample, events: &events) else { return }
+        if segment.shouldCut(before: sample, primaryTrack: primaryTrack) { try flush(segment, events: &events) }
+        if !segment.add(sample) {
+            ledger.settled([sample.sequence])
+            events.append(.sampleRejected(trackID: tracks[sample.trackIndex].id, sequence: sample.sequence,
+                                          reason: "decode time precedes the time origin of \(segment.path)"))
+            return
+        }
+        if configuration.isSegmented, draining == nil, !splitRequested, segmentIsFull(segment) { splitRequested = true }
+    }
+
+    private func segmentIsFull(_ segment: SegmentWriter) -> Bool {
+        if let limit = configuration.maxSegmentDuration, segment.spanNanos >= limit { return true }
+        if let limit = configuration.maxSegmentBytes, segment.fileSize + UInt64(segment.pendingBytes) >= UInt64(limit) { return true }
+        return false
+    }
+
+    /// Picks the file a sample belongs to, opening the next segment at a primary keyframe once
+    /// a split is due. Other video tracks move over at their own next keyframe (so every file
+    /// starts decodable), audio at the split's presentation time.
+    private func segmentFor(_ sample: PreparedSample, events: inout [MuxerEvent]) throws(MuxerError) -> SegmentWriter? {
+        guard let current else { return nil }
+        let t = sample.trackIndex
+        if splitRequested, draining == nil, t == primaryTrack, sample.isSync {
+            try flush(current, events: &events)
+            sessionOrigin = sessionOrigin ?? current.info?.sessionOriginNanos
+            let next = try SegmentWriter(index: current.index + 1, tracks: tracks, configuration: configuration, sessionOrigin: sessionOrigin)
+            allPaths.append(next.path)
+            draining = current
+            self.current = next
+            splitRequested = false
+            split = (sample.pts, sample.dts)
+            switched = ended
+            switched[t] = true
+            return next
+        }
+        guard let draining, let split, !switched[t] else { return current }
+        let moves = tracks[t].isVideo ? (sample.isSync && sample.dts >= split.dts) : sample.pts >= split.pts
+        if moves || sample.dts - split.dts > Self.segmentDrainLimit {
+            switched[t] = true
+            if switched.enumerated().allSatisfy({ $1 || ended[$0] }) {
+                try finalizeSegment(draining, events: &events)
+                self.draining = nil
+            }
+            return current
+        }
+        return draining
+    }
+
+    private func flush(_ segment: SegmentWriter, events: inout [MuxerEvent]) throws(MuxerError) {
+        guard let written = try segment.flush() else { return }
+        if segment.index == 0, sessionOrigin == nil { sessionOrigin = segment.info?.sessionOriginNanos }
+        ledger.settled(written.sequences)
+        events.append(.fragmentDurable(FragmentReport(
+            segmentIndex: segment.index, fragmentSequence: written.report.fragment, sampleCount: written.report.count,
+            byteCount: written.report.bytes, highestSequence: written.sequences.max() ?? 0,
+            durableThroughSequence: ledger.durableThrough)))
+    }
+
+    private func finalizeSegment(_ segment: SegmentWriter, events: inout [MuxerEvent]) throws(MuxerError) {
+        try flush(segment, events: &events)
+        if let summary = try segment.finalize() {
+            completed.append(summary)
+            events.append(.segmentCompleted(summary))
+        }
+    }
+}

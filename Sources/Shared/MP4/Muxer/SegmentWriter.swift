@@ -1,0 +1,188 @@
+/// Writes one file of a recording: `ftyp`, a 16-byte placeholder, the init `moov` (written
+/// with the first fragment, once the time origins are known), then `moof`+`mdat` fragments.
+/// Finalizing appends a complete `moov` and turns the placeholder into an `mdat` header that
+/// spans every fragment — a regular MP4 without moving a byte of sample data.
+final class SegmentWriter {
+    let index: Int
+    let path: String
+    private let file: RandomAccessFile
+    private let tracks: [PreparedTrack]
+    private let configuration: MuxerConfiguration
+    private let sessionOrigin: Int64?
+
+    private(set) var tables: [TrackTable]
+    private var pending: [[PreparedSample]]
+    private var pendingSampleCount = 0
+    private(set) var pendingBytes = 0
+    private var fragmentFirstDTS: Int64?
+    private var lastDelta: [Int64?]
+    private(set) var info: RecordingInfoBox?
+    private var nextFragmentSequence: UInt32 = 1
+    private(set) var firstDTS: Int64?
+    private(set) var lastDTS: Int64?
+    /// End of what has been written; the next fragment goes here.
+    private(set) var fileSize: UInt64
+
+    static let placeholderOffset = UInt64(FileTypeBox.fragmented.size)
+    static let placeholder = FreeSpaceBox(length: 8)
+
+    init(index: Int, tracks: [PreparedTrack], configuration: MuxerConfiguration, sessionOrigin: Int64?) throws(MuxerError) {
+        self.index = index
+        path = configuration.path(forSegment: index)
+        self.tracks = tracks
+        self.configuration = configuration
+        self.sessionOrigin = sessionOrigin
+        tables = Array(repeating: TrackTable(), count: tracks.count)
+        pending = Array(repeating: [], count: tracks.count)
+        lastDelta = Array(repeating: nil, count: tracks.count)
+        file = try RandomAccessFile(path: path, mode: .createNew(mode: configuration.fileMode))
+        var w = ByteWriter(capacity: 64)
+        FileTypeBox.fragmented.encode(into: &w)
+        Self.placeholder.encode(into: &w)
+        try file.write(w.bytes, at: 0)
+        fileSize = UInt64(w.count)
+        RandomAccessFile.syncDirectory(of: path)
+    }
+
+    var decodeOrigin: Int64? { info?.decodeOriginNanos }
+    var hasFragments: Bool { info != nil }
+    var fragmentCount: Int { Int(nextFragmentSequence) - 1 }
+    var sampleCount: Int { tables.reduce(0) { $0 + $1.sampleCount } + pendingSampleCount }
+    var spanNanos: Int64 { (lastDTS ?? 0) - (firstDTS ?? 0) }
+
+    /// Whether `sample` should open a new fragment: at a keyframe of the primary track once the
+    /// fragment holds a quarter of `fragmentDuration`, and always before it would exceed it.
+    func shouldCut(before sample: PreparedSample, primaryTrack: Int) -> Bool {
+        guard let first = fragmentFirstDTS, pendingSampleCount > 0 else { return false }
+        let span = sample.dts - first
+        if span >= configuration.fragmentDuration { return true }
+        return sample.trackIndex == primaryTrack && sample.isSync && tracks[primaryTrack].isVideo
+            && span >= configuration.fragmentDuration / 4
+    }
+
+    /// Queues a sample for the open fragment. Returns false if it predates this file's origin.
+    func add(_ sample: PreparedSample) -> Bool {
+        if let origin = decodeOrigin, sample.dts < origin { return false }
+        pending[sample.trackIndex].append(sample)
+        pendingSampleCount += 1
+        pendingBytes += sample.payload.count
+        if fragmentFirstDTS == nil { fragmentFirstDTS = sample.dts }
+        firstDTS = min(firstDTS ?? sample.dts, sample.dts)
+        lastDTS = max(lastDTS ?? sample.dts, sample.dts)
+        return true
+    }
+
+    /// Writes the open fragment (and the init segment before the first one), durably.
+    func flush() throws(MuxerError) -> (sequences: [UInt64], report: (count: Int, bytes: Int, fragment: UInt32))? {
+        guard pendingSampleCount > 0 else { return nil }
+        if info == nil { try writeInitSegment() }
+        guard let origin = decodeOrigin else { return nil }
+        var runs: [FragmentAssembler.TrackRun] = []
+        var lastDeltas = lastDelta
+        for (t, samples) in pending.enumerated() where !samples.isEmpty {
+            let ts = tracks[t].timescale
+            let dts = samples.map { TimeScaling.ticks(nanos: $0.dts - origin, timescale: ts) }
+            let cts = samples.enumerated().map { i, s in
+                Int32(clamping: TimeScaling.ticks(nanos: s.pts - origin, timescale: ts) - dts[i])
+            }
+            var durations = [UInt32](repeating: 0, count: samples.count)
+            for i in 0..<samples.count - 1 { durations[i] = UInt32(clamping: dts[i + 1] - dts[i]) }
+            if samples.count > 1 { lastDeltas[t] = dts[samples.count - 1] - dts[samples.count - 2] }
+            let last = samples[samples.count - 1]
+            let guessed = last.duration > 0 ? TimeScaling.ticks(nanos: last.duration, timescale: ts)
+                : lastDeltas[t] ?? (tracks[t].isVideo ? 3000 : 960)
+            durations[samples.count - 1] = UInt32(clamping: guessed)
+            runs.append(.init(trackIndex: t, decodeTimes: dts, compositionOffsets: cts,
+                              sizes: samples.map { UInt32($0.payload.count) }, sync: samples.map(\.isSync), durations: durations))
+        }
+        let output = FragmentAssembler.assemble(sequence: nextFragmentSequence, tracks: tracks, runs: runs, payloads: pending)
+        try file.write(output.bytes, at: fileSize)
+        if configuration.durability == .fsyncEveryFragment { try file.sync() }
+        // Only now, with the bytes durable, does the fragment count as part of the file.
+        for run in output.runs {
+            tables[run.trackIndex].appendChunk(offset: fileSize + UInt64(run.dataOffset), decodeTimes: run.decodeTimes,
+                                               compositionOffsets: run.compositionOffsets, sizes: run.sizes, sync: run.sync,
+                                               lastDuration: run.durations[run.durations.count - 1])
+        }
+        lastDelta = lastDeltas
+        fileSize += UInt64(output.bytes.count)
+        let sequences = pending.flatMap { $0.map(\.sequence) }
+        let fragment = nextFragmentSequence
+        nextFragmentSequence += 1
+        pending = Array(repeating: [], count: tracks.count)
+        pendingSampleCount = 0
+        pendingBytes = 0
+        fragmentFirstDTS = nil
+        return (sequences, (output.sampleCount, output.bytes.count, fragment))
+    }
+
+    private func writeInitSegment() throws(MuxerError) {
+        let all = pending.joined()
+        guard let decodeOrigin = all.map(\.dts).min(), let presentationOrigin = all.map(\.pts).min() else { return }
+        let info = RecordingInfoBox(sessionOriginNanos: sessionOrigin ?? presentationOrigin, segmentOriginNanos: presentationOrigin,
+                                    decodeOriginNanos: decodeOrigin, segmentIndex: UInt32(index))
+        let moov = MovieBuilder.initMovie(tracks: tracks, creationTime: configuration.creationTime, info: info).encoded()
+        try file.write(moov, at: fileSize)
+        fileSize += UInt64(moov.count)
+        self.info = info
+    }
+
+    /// Flushes, writes the complete `moov` and makes the file a regular MP4.
+    func finalize() throws(MuxerError) -> SegmentSummary? {
+        _ = try flush()
+        guard var info else {
+            file.close()
+            RandomAccessFile.remove(path) // nothing was ever recorded into it
+            return nil
+        }
+        info.segmentOriginNanos = MovieBuilder.presentationOrigin(tracks: tracks, tables: tables, decodeOrigin: info.decodeOriginNanos)
+            ?? info.segmentOriginNanos
+        self.info = info
+        try Self.finalizeInPlace(file: file, tracks: tracks, tables: tables, info: info, fragmentsEnd: fileSize,
+                                 creationTime: configuration.creationTime)
+        file.close()
+        if configuration.finalizeMode == .faststart {
+            try Faststart.rewrite(path: path, tracks: tracks, tables: tables, info: info, creationTime: configuration.creationTime,
+                                  fileMode: configuration.fileMode)
+        }
+        return summary(info: info)
+    }
+
+    /// Shared with recovery: append the full moov at `fragmentsEnd`, then flip the placeholder.
+    /// A crash between the two steps leaves a fragmented file plus a trailing moov, which
+    /// recovery ignores and redoes.
+    static func finalizeInPlace(file: RandomAccessFile, tracks: [PreparedTrack], tables: [TrackTable], info: RecordingInfoBox,
+                                fragmentsEnd: UInt64, creationTime: Int64) throws(MuxerError) {
+        let moov = MovieBuilder.finalMovie(tracks: tracks, tables: tables, creationTime: creationTime, info: info).encoded()
+        try file.write(moov, at: fragmentsEnd)
+        try file.truncate(to: fragmentsEnd + UInt64(moov.count))
+        try file.sync()
+        var head = ByteWriter(capacity: 40)
+        FileTypeBox.progressive.encode(into: &head)
+        MediaDataHeader(payloadSize: fragmentsEnd - placeholderOffset - 16, forceLarge: true).encode(into: &head)
+        try file.write(head.bytes, at: 0)
+        try file.sync()
+    }
+
+    private func summary(info: RecordingInfoBox) -> SegmentSummary {
+        let finalSize = (try? RandomAccessFile(path: path, mode: .readOnly).size()) ?? fileSize
+        var trackSummaries: [TrackSummary] = []
+        var duration: Int64 = 0
+        for (track, table) in zip(tracks, tables) {
+            let d = table.sampleCount > 0 ? table.endDecodeTime - table.decodeTimes[0] : 0
+            duration = max(duration, TimeScaling.nanos(ticks: d, timescale: track.timescale))
+            trackSummaries.append(TrackSummary(trackID: track.id, label: track.configuration.label, sampleCount: table.sampleCount,
+                                               payloadBytes: table.payloadBytes, duration: d, timescale: track.timescale))
+        }
+        return SegmentSummary(index: index, path: path, startNanos: info.segmentStartNanos, durationNanos: duration,
+                              fileSize: finalSize, fragmentCount: fragmentCount, tracks: trackSummaries)
+    }
+
+    /// Cancel: close and delete.
+    func discard() {
+        file.close()
+        RandomAccessFile.remove(path)
+    }
+
+    func close() { file.close() }
+}

@@ -1,0 +1,118 @@
+/// Every bound the codec enforces, in one place (protocol.md §9 "Limits").
+///
+/// The defaults are also the protocol *ceilings*: a peer may announce lower values
+/// (the server does so in ``HelloReply/limits``) but never higher ones. Every length
+/// field read from the wire is checked against one of these values before any
+/// memory is reserved for it, so a hostile peer cannot make us allocate more than
+/// `maxFramePayload` bytes per frame.
+public struct ProtocolLimits: Sendable, Equatable, Hashable {
+    /// Size of the fixed frame header in bytes (§3).
+    public static let frameHeaderSize = 12
+    /// The absolute ceiling for a frame payload: 8 MiB.
+    public static let ceilingFramePayload = 8 * 1024 * 1024
+    /// Identifiers (agent id, session id, label keys) are 1...64 ASCII bytes (§4.3).
+    public static let maxIdentifierBytes = 64
+
+    /// Largest accepted frame payload in bytes (default and ceiling 8 MiB).
+    public var maxFramePayload: Int
+    /// Largest number of tracks in one session (default and ceiling 16).
+    public var maxTracksPerSession: Int
+    /// Largest number of labels in one label set (default and ceiling 32).
+    public var maxLabels: Int
+    /// Largest UTF-8 string field (label values, track labels, messages, versions) in bytes
+    /// (default and ceiling 1024).
+    public var maxStringBytes: Int
+    /// Largest bearer token in bytes (default and ceiling 4096).
+    public var maxTokenBytes: Int
+    /// Largest codec configuration blob of one track in bytes (default and ceiling 64 KiB).
+    public var maxCodecConfigBytes: Int
+    /// Largest number of SPS (and, separately, PPS) in an H.264 configuration
+    /// (default and ceiling 32, the H.264 maximum for SPS ids).
+    public var maxParameterSets: Int
+
+    public init(
+        maxFramePayload: Int = ProtocolLimits.ceilingFramePayload,
+        maxTracksPerSession: Int = 16,
+        maxLabels: Int = 32,
+        maxStringBytes: Int = 1024,
+        maxTokenBytes: Int = 4096,
+        maxCodecConfigBytes: Int = 64 * 1024,
+        maxParameterSets: Int = 32
+    ) {
+        self.maxFramePayload = maxFramePayload
+        self.maxTracksPerSession = maxTracksPerSession
+        self.maxLabels = maxLabels
+        self.maxStringBytes = maxStringBytes
+        self.maxTokenBytes = maxTokenBytes
+        self.maxCodecConfigBytes = maxCodecConfigBytes
+        self.maxParameterSets = maxParameterSets
+    }
+
+    /// The defaults, which are also the protocol ceilings.
+    public static let `default` = ProtocolLimits()
+
+    /// Whether every value is within `1...ceiling`.
+    public var isWithinCeilings: Bool {
+        let c = ProtocolLimits.default
+        return (1...c.maxFramePayload).contains(maxFramePayload)
+            && (1...c.maxTracksPerSession).contains(maxTracksPerSession)
+            && (0...c.maxLabels).contains(maxLabels)
+            && (1...c.maxStringBytes).contains(maxStringBytes)
+            && (1...c.maxTokenBytes).contains(maxTokenBytes)
+            && (1...c.maxCodecConfigBytes).contains(maxCodecConfigBytes)
+            && (1...c.maxParameterSets).contains(maxParameterSets)
+    }
+
+    /// These limits lowered to what a server announced (never raised).
+    public func applying(_ announced: AnnouncedLimits) -> ProtocolLimits {
+        var l = self
+        l.maxFramePayload = min(l.maxFramePayload, Int(announced.maxFramePayload))
+        l.maxTracksPerSession = min(l.maxTracksPerSession, Int(announced.maxTracksPerSession))
+        l.maxLabels = min(l.maxLabels, Int(announced.maxLabels))
+        l.maxStringBytes = min(l.maxStringBytes, Int(announced.maxStringBytes))
+        l.maxCodecConfigBytes = min(l.maxCodecConfigBytes, Int(announced.maxCodecConfigBytes))
+        return l
+    }
+
+    /// The subset of these limits a server announces in ``HelloReply``.
+    public var announced: AnnouncedLimits {
+        AnnouncedLimits(
+            maxFramePayload: UInt32(clamping: maxFramePayload),
+            maxTracksPerSession: UInt8(clamping: maxTracksPerSession),
+            maxLabels: UInt8(clamping: maxLabels),
+            maxStringBytes: UInt16(clamping: maxStringBytes),
+            maxCodecConfigBytes: UInt32(clamping: maxCodecConfigBytes)
+        )
+    }
+}
+
+/// The limits a server announces to the agent in ``HelloReply`` (protocol.md §6.2).
+/// Each value must be between 1 (0 for `maxLabels`) and the protocol ceiling.
+public struct AnnouncedLimits: Sendable, Equatable, Hashable {
+    public var maxFramePayload: UInt32
+    public var maxTracksPerSession: UInt8
+    public var maxLabels: UInt8
+    public var maxStringBytes: UInt16
+    public var maxCodecConfigBytes: UInt32
+
+    public init(
+        maxFramePayload: UInt32, maxTracksPerSession: UInt8, maxLabels: UInt8,
+        maxStringBytes: UInt16, maxCodecConfigBytes: UInt32
+    ) {
+        self.maxFramePayload = maxFramePayload
+        self.maxTracksPerSession = maxTracksPerSession
+        self.maxLabels = maxLabels
+        self.maxStringBytes = maxStringBytes
+        self.maxCodecConfigBytes = maxCodecConfigBytes
+    }
+
+    /// Whether every value is within the protocol ceilings.
+    public var isValid: Bool {
+        let c = ProtocolLimits.default
+        return (1...UInt32(c.maxFramePayload)).contains(maxFramePayload)
+            && (1...UInt8(c.maxTracksPerSession)).contains(maxTracksPerSession)
+            && maxLabels <= UInt8(c.maxLabels)
+            && (1...UInt16(c.maxStringBytes)).contains(maxStringBytes)
+            && (1...UInt32(c.maxCodecConfigBytes)).contains(maxCodecConfigBytes)
+    }
+}

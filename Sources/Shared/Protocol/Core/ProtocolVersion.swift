@@ -1,0 +1,32 @@
+/// Protocol versions and their negotiation (protocol.md §5 "Versions").
+public enum ProtocolVersion {
+    /// The version this implementation speaks.
+    public static let current: UInt8 = 1
+    /// The versions this implementation can speak.
+    public static let supported: ClosedRange<UInt8> = 1...1
+
+    /// The version both sides use: the highest version in both ranges, or nil if
+    /// the ranges do not overlap (the server then answers `noCommonVersion`).
+    public static func negotiate(agent: ClosedRange<UInt8>, server: ClosedRange<UInt8> = supported) -> UInt8? {
+        let high = min(agent.upperBound, server.upperBound)
+        let low = max(agent.lowerBound, server.lowerBound)
+        return low <= high ? high : nil
+    }
+}
+
+/// Optional features, as a bit set carried in ``Hello`` and ``HelloReply`` (protocol.md §6.1).
+/// Unknown bits are ignored by the receiver; the reply carries the intersection.
+public struct Capabilities: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// Sessions can be resumed after a reconnect (``SessionResume``).
+    public static let resume = Capabilities(rawValue: 1 << 0)
+    /// The agent sends ``DropReport`` messages.
+    public static let dropReports = Capabilities(rawValue: 1 << 1)
+    /// The agent obeys server commands (``StartSession``, ``StopSession``, ``CancelSession``).
+    public static let serverCommands = Capabilities(rawValue: 1 << 2)
+
+    /// Every capability defined by this version.
+    public static let all: Capabilities = [.resume, .dropReports, .serverCommands]
+}

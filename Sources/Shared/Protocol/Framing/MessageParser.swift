@@ -1,0 +1,41 @@
+import NIOCore
+
+/// Turns a byte stream into ``Message`` values: a ``FrameParser`` plus payload
+/// decoding (protocol.md §3, §6). Sans-I/O and split-independent like the frame
+/// parser, and likewise poisoned by its first error.
+public struct MessageParser: Sendable {
+    private var frames: FrameParser
+    private var failure: ProtocolError?
+
+    public init(limits: ProtocolLimits = .default, supportedVersions: ClosedRange<UInt8> = ProtocolVersion.supported) {
+        self.frames = FrameParser(limits: limits, supportedVersions: supportedVersions)
+    }
+
+    public var limits: ProtocolLimits { frames.limits }
+    public var bufferedByteCount: Int { frames.bufferedByteCount }
+
+    public mutating func append(_ bytes: ByteBuffer) { frames.append(bytes) }
+
+    public mutating func append<Bytes: Sequence>(contentsOf bytes: Bytes) where Bytes.Element == UInt8 {
+        frames.append(contentsOf: bytes)
+    }
+
+    /// The next complete message, or nil if more bytes are needed.
+    public mutating func nextMessage() throws(ProtocolError) -> Message? {
+        if let failure { throw failure }
+        do {
+            guard let frame = try frames.nextFrame() else { return nil }
+            return try Message(decoding: frame, limits: frames.limits)
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
+    /// Every message currently complete, stopping at the first error.
+    public mutating func drain() throws(ProtocolError) -> [Message] {
+        var messages: [Message] = []
+        while let message = try nextMessage() { messages.append(message) }
+        return messages
+    }
+}

@@ -1,0 +1,25 @@
+import NIOCore
+
+/// Server → agent: every sample with a sequence number ≤ `sequence` is durable
+/// (protocol.md §6.13). Acks never go backwards; the agent may drop those samples.
+public struct Ack: Sendable, Hashable {
+    public var sessionID: SessionID
+    /// The highest contiguous durable sequence number.
+    public var sequence: UInt64
+
+    public init(sessionID: SessionID, sequence: UInt64) {
+        self.sessionID = sessionID
+        self.sequence = sequence
+    }
+}
+
+extension ByteBuffer {
+    mutating func readAck() throws(ProtocolError) -> Ack {
+        Ack(sessionID: try readIdentifier("Ack.sessionID"), sequence: try readWire("Ack.sequence"))
+    }
+
+    mutating func writeAck(_ ack: Ack) {
+        writeIdentifier(ack.sessionID)
+        writeInteger(ack.sequence)
+    }
+}

@@ -1,0 +1,3 @@
+import RecordCtlCore
+
+await RecordCtl.main()

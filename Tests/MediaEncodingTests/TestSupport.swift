@@ -1,0 +1,85 @@
+import Foundation
+import MediaEncoding
+import Testing
+
+/// Records an issue unless `body` throws an ``EncoderError`` with `code`.
+func expectEncoderError(_ code: EncoderError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+    do {
+        try body()
+        Issue.record("expected \(code), nothing thrown", sourceLocation: sourceLocation)
+    } catch let error as EncoderError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Output of a finished child process.
+struct ProcessOutput {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+}
+
+/// Runs `tool` (looked up on PATH) to completion. Output goes through temporary files
+/// rather than pipes so a chatty child can never block on a full pipe.
+func runTool(_ tool: String, _ arguments: [String]) throws -> ProcessOutput {
+    let dir = try TemporaryDirectory()
+    let outURL = dir.url.appendingPathComponent("stdout")
+    let errURL = dir.url.appendingPathComponent("stderr")
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let out = try FileHandle(forWritingTo: outURL)
+    let err = try FileHandle(forWritingTo: errURL)
+    defer {
+        try? out.close()
+        try? err.close()
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [tool] + arguments
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    process.waitUntilExit()
+    return ProcessOutput(
+        status: process.terminationStatus,
+        stdout: try Data(contentsOf: outURL),
+        stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+}
+
+/// True when `tool` can be found on PATH.
+func toolExists(_ tool: String) -> Bool {
+    (try? runTool("sh", ["-c", "command -v \(tool)"]).status) == 0
+}
+
+let ffmpegAvailable = toolExists("ffmpeg") && toolExists("ffprobe")
+
+/// A uniquely named directory under the system temporary directory, removed on deinit.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("MediaEncodingTests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+extension Data {
+    /// Little-endian signed 16-bit samples.
+    var int16Samples: [Int16] {
+        var result = [Int16](repeating: 0, count: count / 2)
+        result.withUnsafeMutableBytes { dst in
+            _ = copyBytes(to: dst, from: 0..<(count / 2 * 2))
+        }
+        return result.map { Int16(littleEndian: $0) }
+    }
+}
