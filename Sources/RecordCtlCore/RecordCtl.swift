@@ -1,11 +1,11 @@
 import ArgumentParser
 
 /// The admin CLI's root command.
-public struct RecordCtl: AsyncParsableCommand {
+public struct RecordCtl: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "recordctl",
-        abstract: "Administer recordings: inspect, verify and recover MP4 files, run a demo.",
-        subcommands: []
+        abstract: "Administer recordings: inspect and recover MP4 files, run a demo.",
+        subcommands: [DemoCommand.self, InspectCommand.self, RecoverCommand.self]
     )
     public init() {}
 }

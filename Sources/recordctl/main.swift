@@ -1,3 +1,3 @@
 import RecordCtlCore
 
-await RecordCtl.main()
+RecordCtl.main()

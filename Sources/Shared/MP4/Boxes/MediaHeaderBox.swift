@@ -16,7 +16,7 @@ public struct MediaHeaderBox: DecodableBox, Equatable {
     }
 
     var version: UInt8 { max(creationTime, modificationTime, duration) > UInt64(UInt32.max) ? 1 : 0 }
-    public var payloadSize: Int { version == 1 ? 32 : 20 }
+    public var payloadSize: Int { version == 1 ? 36 : 24 }
 
     public func encodePayload(into w: inout ByteWriter) {
         w.fullBoxHeader(version: version, flags: 0)
