@@ -50,7 +50,7 @@ let package = Package(
         .executableTarget(name: "CaptureAgent", dependencies: ["CaptureAgentCore"]),
         .executableTarget(name: "RecordServer", dependencies: ["RecordServerCore"]),
         .executableTarget(name: "recordctl", dependencies: ["RecordCtlCore"]),
-        .executableTarget(name: "MuxBench", dependencies: ["Shared", "MediaEncoding"], path: "Benchmarks/MuxBench"),
+        .executableTarget(name: "MuxBench", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"], path: "Benchmarks/MuxBench"),
 
         .testTarget(name: "MP4Tests", dependencies: ["MP4"]),
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
