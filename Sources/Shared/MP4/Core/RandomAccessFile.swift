@@ -96,6 +96,8 @@ public final class RandomAccessFile {
 
     public static func remove(_ path: String) { unlink(path) }
 
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
     public static func rename(_ from: String, to: String) throws(MuxerError) {
         guard Glibc.rename(from, to) == 0 else { throw error("rename", from) }
     }

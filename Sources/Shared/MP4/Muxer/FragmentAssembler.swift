@@ -9,7 +9,8 @@ struct FragmentAssembler {
         var sizes: [UInt32]
         var sync: [Bool]
         var durations: [UInt32]
-        /// Offset of the run's first byte from the start of the `moof`.
+        /// Offset of the run's first byte from the start of the `moof` (in `trun`); after
+        /// assembly, from the start of the output (marker included).
         var dataOffset: Int = 0
     }
 
@@ -19,7 +20,8 @@ struct FragmentAssembler {
         var sampleCount: Int
     }
 
-    static func assemble(sequence: UInt32, tracks: [PreparedTrack], runs inputRuns: [TrackRun], payloads: [[PreparedSample]]) -> Output {
+    static func assemble(sequence: UInt32, tracks: [PreparedTrack], runs inputRuns: [TrackRun], payloads: [[PreparedSample]],
+                         marker: SequenceMarkerBox) -> Output {
         var runs = inputRuns
         func trafs() -> [TrackFragmentBox] {
             runs.map { run in
@@ -42,8 +44,11 @@ struct FragmentAssembler {
             runs[i].dataOffset = offset
             offset += runs[i].sizes.reduce(0) { $0 + Int($1) }
         }
-        var writer = ByteWriter(capacity: offset)
+        var writer = ByteWriter(capacity: marker.size + offset)
+        marker.encode(into: &writer)
+        let moofStart = writer.count
         MovieFragmentBox(sequenceNumber: sequence, trackFragments: trafs()).encode(into: &writer)
+        for i in runs.indices { runs[i].dataOffset += moofStart }
         mdat.encode(into: &writer)
         var count = 0
         for run in runs {

@@ -56,6 +56,46 @@ public final class MP4Muxer {
         ended = Array(repeating: false, count: prepared.count)
     }
 
+    public struct ResumeReport: Sendable, Equatable {
+        /// The file recording continues in.
+        public var path: String
+        public var segmentIndex: Int
+        public var samplesInFile: Int
+        /// The ack point recorded with the last durable fragment: the agent resends after it.
+        public var durableThroughSequence: UInt64
+        /// Bytes of a torn last fragment that were cut away.
+        public var bytesDiscarded: UInt64
+        /// Earlier segment files that had to be finalized on the way.
+        public var recoveredSegments: [String]
+    }
+
+    /// Continues a recording whose process died: reopens its newest file, keeps every complete
+    /// fragment, and goes on appending to the SAME file. Earlier segments still unfinished are
+    /// finalized. Samples resent by the agent that the file already holds are ignored.
+    public static func resume(configuration: MuxerConfiguration) throws(MuxerError) -> (MP4Muxer, ResumeReport) {
+        let muxer = try MP4Muxer(configuration: configuration)
+        var last = 0
+        if configuration.isSegmented {
+            while RandomAccessFile.exists(configuration.path(forSegment: last + 1)) { last += 1 }
+        }
+        var recovered: [String] = []
+        for k in 0..<last {
+            let path = configuration.path(forSegment: k)
+            if try !MP4Recovery.recover(path: path).alreadyFinalized { recovered.append(path) }
+            muxer.allPaths.append(path)
+        }
+        let (writer, state) = try SegmentWriter.reopen(index: last, tracks: muxer.tracks, configuration: configuration)
+        muxer.current = writer
+        muxer.allPaths.append(writer.path)
+        muxer.sessionOrigin = writer.info?.sessionOriginNanos
+        muxer.lastDTS = state.lastDTS
+        muxer.ledger = SequenceLedger(resumingAt: state.durableThrough, alreadyHeld: state.sequences)
+        muxer.status = .running
+        return (muxer, ResumeReport(path: writer.path, segmentIndex: last, samplesInFile: writer.sampleCount,
+                                    durableThroughSequence: state.durableThrough, bytesDiscarded: state.bytesDiscarded,
+                                    recoveredSegments: recovered))
+    }
+
     /// Creates the first file (so a bad directory or permission fails now, not at the first fragment).
     public func start() throws(MuxerError) {
         guard status == .idle else { throw MuxerError(.notRunning, "start() in state \(status)") }
@@ -73,11 +113,13 @@ public final class MP4Muxer {
             throw MuxerError(.unknownTrack, "no track \(sample.trackID) in this recording (tracks: \(tracks.map(\.id)))")
         }
         guard !ended[t] else { throw MuxerError(.trackEnded, "track \(sample.trackID) has ended") }
+        // Sequence numbers are idempotency keys: a sample resent after a reconnect (or after a
+        // server restart) that the recording already holds is acknowledged again, not re-muxed.
+        if ledger.isDuplicate(sample.sequence) {
+            return [.duplicateIgnored(trackID: sample.trackID, sequence: sample.sequence)]
+        }
         if let last = lastDTS[t], sample.dts <= last {
             throw MuxerError(.decodeTimeWentBackwards, "track \(sample.trackID) sequence \(sample.sequence): DTS \(sample.dts) not after \(last)")
-        }
-        if let last = ledger.lastAppended, sample.sequence <= last {
-            throw MuxerError(.sequenceNotIncreasing, "sequence \(sample.sequence) not after \(last)")
         }
         if let origin = (draining ?? current)?.decodeOrigin, sample.dts < origin {
             throw MuxerError(.sampleBeforeRecordingStart, "track \(sample.trackID) sequence \(sample.sequence): DTS precedes the file's time origin")
@@ -216,7 +258,7 @@ public final class MP4Muxer {
     }
 
     private func flush(_ segment: SegmentWriter, events: inout [MuxerEvent]) throws(MuxerError) {
-        guard let written = try segment.flush() else { return }
+        guard let written = try segment.flush(ackAfter: ackPoint) else { return }
         if segment.index == 0, sessionOrigin == nil { sessionOrigin = segment.info?.sessionOriginNanos }
         ledger.settled(written.sequences)
         events.append(.fragmentDurable(FragmentReport(
@@ -225,9 +267,16 @@ public final class MP4Muxer {
             durableThroughSequence: ledger.durableThrough)))
     }
 
+    /// The ack point once `sequences` are durable too (recorded in each fragment's marker).
+    private func ackPoint(after sequences: [UInt64]) -> UInt64 {
+        var copy = ledger
+        copy.settled(sequences)
+        return copy.durableThrough
+    }
+
     private func finalizeSegment(_ segment: SegmentWriter, events: inout [MuxerEvent]) throws(MuxerError) {
         try flush(segment, events: &events)
-        if let summary = try segment.finalize() {
+        if let summary = try segment.finalize(ackAfter: ackPoint) {
             completed.append(summary)
             events.append(.segmentCompleted(summary))
         }

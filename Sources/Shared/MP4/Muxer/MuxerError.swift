@@ -9,7 +9,6 @@ public struct MuxerError: Error, Equatable, Sendable, CustomStringConvertible {
         case trackEnded
         case decodeTimeWentBackwards
         case presentationBeforeDecode
-        case sequenceNotIncreasing
         case sampleTooLarge
         case emptySample
         case malformedSample

@@ -45,4 +45,6 @@ public enum MuxerEvent: Sendable, Equatable {
     case segmentCompleted(SegmentSummary)
     /// A sample that could not be placed (it predates its file's time zero); never silent.
     case sampleRejected(trackID: UInt32, sequence: UInt64, reason: String)
+    /// A resent sample the recording already holds (same sequence number); not written again.
+    case duplicateIgnored(trackID: UInt32, sequence: UInt64)
 }

@@ -76,6 +76,23 @@ struct SequenceLedger {
     private(set) var durableThrough: UInt64 = 0
     private(set) var lastAppended: UInt64?
 
+    /// Sequences above the ack point that a reopened file already holds.
+    private var heldAboveAckPoint: Set<UInt64> = []
+
+    init() {}
+
+    init(resumingAt durableThrough: UInt64, alreadyHeld: Set<UInt64>) {
+        self.durableThrough = durableThrough
+        lastAppended = durableThrough
+        heldAboveAckPoint = alreadyHeld.filter { $0 > durableThrough }
+    }
+
+    /// Already appended (or, after a resume, already in the file).
+    func isDuplicate(_ sequence: UInt64) -> Bool {
+        if let last = lastAppended, sequence <= last { return true }
+        return heldAboveAckPoint.contains(sequence)
+    }
+
     mutating func appended(_ sequence: UInt64) {
         outstanding.append(sequence)
         lastAppended = sequence

@@ -44,6 +44,72 @@ final class SegmentWriter {
         RandomAccessFile.syncDirectory(of: path)
     }
 
+    /// What a reopened file already holds, for deduplicating resent samples.
+    struct ResumeState {
+        var sequences: Set<UInt64>
+        var durableThrough: UInt64
+        /// Source-clock DTS of each track's last sample in the file.
+        var lastDTS: [Int64?]
+        var bytesDiscarded: UInt64
+    }
+
+    /// Reopens a fragmented file a crash left behind to keep recording into it: complete
+    /// fragments stay, a torn tail is cut away, and writing continues after the last fragment.
+    static func reopen(index: Int, tracks: [PreparedTrack], configuration: MuxerConfiguration) throws(MuxerError) -> (SegmentWriter, ResumeState) {
+        let path = configuration.path(forSegment: index)
+        let file = try RandomAccessFile(path: path, mode: .readWrite)
+        let scan = try MP4FileScanner.scan(file: file, progress: nil)
+        guard scan.fileType != nil, scan.boxes.count >= 2, scan.boxes[1].type == FreeSpaceBox.boxType,
+              scan.boxes[1].offset == placeholderOffset, scan.boxes[1].size == 16 else {
+            if scan.isProgressive { throw MuxerError(.alreadyFinalized, "\(path) is already a finalized MP4") }
+            throw MuxerError(.notOurFile, "\(path) is not a recording in progress")
+        }
+        let writer = SegmentWriter(file: file, index: index, path: path, tracks: tracks, configuration: configuration)
+        var state = ResumeState(sequences: [], durableThrough: 0, lastDTS: Array(repeating: nil, count: tracks.count), bytesDiscarded: 0)
+        guard let movie = scan.movie, !scan.fragments.isEmpty, let info = movie.userData?.recordingInfo else {
+            // Died before its first fragment: nothing durable, start the file over after the placeholder.
+            try file.truncate(to: placeholderOffset + 16)
+            state.bytesDiscarded = scan.fileSize - (placeholderOffset + 16)
+            return (writer, state)
+        }
+        let recorded = movie.tracks.map { $0.media.information.sampleTable.description.entries.first }
+        guard recorded == tracks.map({ Optional($0.sampleEntry) }) else {
+            throw MuxerError(.codecConfigurationChanged, "\(path) was recorded with other tracks or codec settings than the resumed session")
+        }
+        let rebuilt = try FragmentTables(fragments: scan.fragments, tracks: tracks)
+        writer.tables = rebuilt.tables
+        writer.info = info
+        writer.nextFragmentSequence = rebuilt.lastFragmentSequence + 1
+        writer.fileSize = scan.endOfStructure
+        for (t, table) in rebuilt.tables.enumerated() where table.sampleCount > 0 {
+            let ts = tracks[t].timescale
+            if table.sampleCount > 1 { writer.lastDelta[t] = table.decodeTimes[table.sampleCount - 1] - table.decodeTimes[table.sampleCount - 2] }
+            state.lastDTS[t] = info.decodeOriginNanos + TimeScaling.nanos(ticks: table.decodeTimes[table.sampleCount - 1], timescale: ts)
+            let first = info.decodeOriginNanos + TimeScaling.nanos(ticks: table.decodeTimes[0], timescale: ts)
+            writer.firstDTS = min(writer.firstDTS ?? first, first)
+            writer.lastDTS = max(writer.lastDTS ?? state.lastDTS[t]!, state.lastDTS[t]!)
+        }
+        try file.truncate(to: scan.endOfStructure)
+        try file.sync()
+        state.sequences = rebuilt.sequences
+        state.durableThrough = rebuilt.durableThrough
+        state.bytesDiscarded = scan.fileSize - scan.endOfStructure
+        return (writer, state)
+    }
+
+    private init(file: RandomAccessFile, index: Int, path: String, tracks: [PreparedTrack], configuration: MuxerConfiguration) {
+        self.index = index
+        self.path = path
+        self.file = file
+        self.tracks = tracks
+        self.configuration = configuration
+        sessionOrigin = nil
+        tables = Array(repeating: TrackTable(), count: tracks.count)
+        pending = Array(repeating: [], count: tracks.count)
+        lastDelta = Array(repeating: nil, count: tracks.count)
+        fileSize = Self.placeholderOffset + 16
+    }
+
     var decodeOrigin: Int64? { info?.decodeOriginNanos }
     var hasFragments: Bool { info != nil }
     var fragmentCount: Int { Int(nextFragmentSequence) - 1 }
@@ -73,7 +139,9 @@ final class SegmentWriter {
     }
 
     /// Writes the open fragment (and the init segment before the first one), durably.
-    func flush() throws(MuxerError) -> (sequences: [UInt64], report: (count: Int, bytes: Int, fragment: UInt32))? {
+    /// `ackAfter` says what the ack point will be once these sequences are durable; it is
+    /// recorded in the fragment's sequence marker.
+    func flush(ackAfter: ([UInt64]) -> UInt64) throws(MuxerError) -> (sequences: [UInt64], report: (count: Int, bytes: Int, fragment: UInt32))? {
         guard pendingSampleCount > 0 else { return nil }
         if info == nil { try writeInitSegment() }
         guard let origin = decodeOrigin else { return nil }
@@ -95,7 +163,9 @@ final class SegmentWriter {
             runs.append(.init(trackIndex: t, decodeTimes: dts, compositionOffsets: cts,
                               sizes: samples.map { UInt32($0.payload.count) }, sync: samples.map(\.isSync), durations: durations))
         }
-        let output = FragmentAssembler.assemble(sequence: nextFragmentSequence, tracks: tracks, runs: runs, payloads: pending)
+        let sequences = pending.flatMap { $0.map(\.sequence) }
+        let marker = SequenceMarkerBox(durableThrough: ackAfter(sequences), sequences: sequences)
+        let output = FragmentAssembler.assemble(sequence: nextFragmentSequence, tracks: tracks, runs: runs, payloads: pending, marker: marker)
         try file.write(output.bytes, at: fileSize)
         if configuration.durability == .fsyncEveryFragment { try file.sync() }
         // Only now, with the bytes durable, does the fragment count as part of the file.
@@ -106,7 +176,6 @@ final class SegmentWriter {
         }
         lastDelta = lastDeltas
         fileSize += UInt64(output.bytes.count)
-        let sequences = pending.flatMap { $0.map(\.sequence) }
         let fragment = nextFragmentSequence
         nextFragmentSequence += 1
         pending = Array(repeating: [], count: tracks.count)
@@ -128,8 +197,8 @@ final class SegmentWriter {
     }
 
     /// Flushes, writes the complete `moov` and makes the file a regular MP4.
-    func finalize() throws(MuxerError) -> SegmentSummary? {
-        _ = try flush()
+    func finalize(ackAfter: ([UInt64]) -> UInt64) throws(MuxerError) -> SegmentSummary? {
+        _ = try flush(ackAfter: ackAfter)
         guard var info else {
             file.close()
             RandomAccessFile.remove(path) // nothing was ever recorded into it

@@ -13,6 +13,8 @@ public struct MP4FileScanner {
         public var moofOffset: UInt64
         public var moof: MovieFragmentBox
         public var mdatPayload: Range<UInt64>
+        /// The sequence marker written just before the `moof`, when there is one.
+        public var sequenceMarker: SequenceMarkerBox?
         public var end: UInt64 { mdatPayload.upperBound }
     }
 
@@ -48,6 +50,7 @@ public struct MP4FileScanner {
         var result = Result(fileSize: size)
         var offset: UInt64 = 0
         var pendingMoof: (offset: UInt64, box: MovieFragmentBox)?
+        var pendingMarker: (offset: UInt64, box: SequenceMarkerBox)?
         var lastReport: UInt64 = 0
         func torn(_ reason: String) {
             result.tornAt = offset
@@ -107,26 +110,36 @@ public struct MP4FileScanner {
                 do { pendingMoof = (offset, try MovieFragmentBox(payload: &p)) } catch { torn("moof: \(error)"); break }
             case "mdat":
                 if let moof = pendingMoof {
-                    let fragment = Fragment(moofOffset: moof.offset, moof: moof.box, mdatPayload: payloadStart..<offset + boxSize)
-                    if let problem = validate(fragment) { offset = moof.offset; torn(problem); break }
+                    let fragment = Fragment(moofOffset: moof.offset, moof: moof.box, mdatPayload: payloadStart..<offset + boxSize,
+                                            sequenceMarker: pendingMarker?.box)
+                    if let problem = validate(fragment) { offset = pendingMarker?.offset ?? moof.offset; torn(problem); break }
                     result.fragments.append(fragment)
                     result.endOfStructure = fragment.end
                     pendingMoof = nil
+                    pendingMarker = nil
                 }
+            case FreeSpaceBox.boxType where payloadSize >= 16 && payloadSize <= 16 << 20:
+                var p = ByteReader(try file.read(count: Int(payloadSize), at: payloadStart))
+                do {
+                    if let marker = try SequenceMarkerBox(freePayload: &p) { pendingMarker = (offset, marker) }
+                } catch { torn("sequence marker: \(error)"); break }
             default:
                 break
             }
             if result.tornAt != nil { break }
             if pendingMoof != nil, type != MovieFragmentBox.boxType {
-                offset = pendingMoof!.offset
+                offset = pendingMarker?.offset ?? pendingMoof!.offset
                 torn("moof not followed by its mdat")
                 break
             }
             offset += boxSize
         }
         if result.tornAt == nil, let moof = pendingMoof {
-            offset = moof.offset
+            offset = pendingMarker?.offset ?? moof.offset
             torn("moof without its mdat")
+        } else if result.tornAt == nil, let marker = pendingMarker {
+            offset = marker.offset
+            torn("sequence marker without its fragment")
         }
         progress?(size, size)
         return result

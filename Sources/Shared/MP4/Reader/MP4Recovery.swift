@@ -40,30 +40,9 @@ public enum MP4Recovery {
         let creationTime = Int64(movie.header.creationTime) - MovieBuilder.epochOffset
         var tracks: [PreparedTrack] = []
         for trak in movie.tracks { tracks.append(try PreparedTrack(trak: trak, creationTime: creationTime)) }
-        let indexByID = Dictionary(uniqueKeysWithValues: tracks.enumerated().map { ($1.id, $0) })
-        var tables = Array(repeating: TrackTable(), count: tracks.count)
-        var samples = 0
-        for fragment in scan.fragments {
-            for traf in fragment.moof.trackFragments {
-                guard let t = indexByID[traf.header.trackID] else {
-                    throw MuxerError(.notOurFile, "fragment \(fragment.moof.header.sequenceNumber) names unknown track \(traf.header.trackID)")
-                }
-                let run = traf.run.samples
-                guard !run.isEmpty else { continue }
-                var dts: [Int64] = []
-                dts.reserveCapacity(run.count)
-                var time = Int64(traf.decodeTime.baseMediaDecodeTime)
-                for s in run {
-                    dts.append(time)
-                    time += Int64(s.duration)
-                }
-                let base = traf.header.baseDataOffset ?? fragment.moofOffset
-                tables[t].appendChunk(offset: UInt64(Int64(base) + Int64(traf.run.dataOffset)), decodeTimes: dts,
-                                      compositionOffsets: run.map(\.compositionOffset), sizes: run.map(\.size),
-                                      sync: run.map { $0.flags & 0x0001_0000 == 0 }, lastDuration: run[run.count - 1].duration)
-                samples += run.count
-            }
-        }
+        let rebuilt = try FragmentTables(fragments: scan.fragments, tracks: tracks)
+        let tables = rebuilt.tables
+        let samples = rebuilt.sampleCount
         var finalInfo = info
         finalInfo.segmentOriginNanos = MovieBuilder.presentationOrigin(tracks: tracks, tables: tables, decodeOrigin: info.decodeOriginNanos)
             ?? info.segmentOriginNanos

@@ -1,0 +1,50 @@
+/// Written as a `free` box (§8.1.2, ignored by every reader) right before each fragment's
+/// `moof`, in the same write: which input sequence numbers the fragment holds and the ack
+/// point once it is durable. After a server crash this is how a resumed recording knows which
+/// resent samples it already has — atomically with the samples themselves.
+/// Payload: 'mcsq', durable-through u64, range count u32, then (first u64, count u32) ranges.
+public struct SequenceMarkerBox: MP4Box, Equatable {
+    public static let magic: FourCC = "mcsq"
+    public static let maxRanges = 1 << 20
+    public var type: FourCC { FreeSpaceBox.boxType }
+    public var durableThrough: UInt64
+    public var ranges: [ClosedRange<UInt64>]
+
+    public init(durableThrough: UInt64, sequences: [UInt64]) {
+        self.durableThrough = durableThrough
+        var ranges: [ClosedRange<UInt64>] = []
+        for s in sequences.sorted() {
+            if let last = ranges.last, last.upperBound + 1 == s { ranges[ranges.count - 1] = last.lowerBound...s } else if ranges.last?.contains(s) != true {
+                ranges.append(s...s)
+            }
+        }
+        self.ranges = ranges
+    }
+
+    public var sequences: [UInt64] { ranges.flatMap { Array($0) } }
+
+    public var payloadSize: Int { 4 + 8 + 4 + 12 * ranges.count }
+    public func encodePayload(into w: inout ByteWriter) {
+        w.fourCC(Self.magic)
+        w.u64(durableThrough)
+        w.u32(UInt32(ranges.count))
+        for r in ranges {
+            w.u64(r.lowerBound)
+            w.u32(UInt32(clamping: r.count))
+        }
+    }
+
+    /// nil when the `free` box is not one of ours.
+    public init?(freePayload r: inout ByteReader) throws(MP4ParseError) {
+        guard r.remaining >= 16, try r.fourCC() == Self.magic else { return nil }
+        durableThrough = try r.u64("durable_through")
+        let n = try r.checkedCount(try r.u32("range_count"), entrySize: 12, "sequence ranges")
+        ranges = []
+        for _ in 0..<n {
+            let first = try r.u64("range_first")
+            let count = UInt64(try r.u32("range_count"))
+            guard count > 0, first <= UInt64.max - (count - 1) else { throw .invalid("empty or overflowing sequence range") }
+            ranges.append(first...first + count - 1)
+        }
+    }
+}

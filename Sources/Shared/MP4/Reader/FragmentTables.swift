@@ -1,0 +1,42 @@
+/// Rebuilds per-track sample tables from a file's complete fragments (`tfdt` + `trun`): the
+/// common ground of recovery and of resuming a recording after a crash.
+struct FragmentTables {
+    var tables: [TrackTable]
+    var sampleCount = 0
+    /// Every input sequence number the fragments' markers name.
+    var sequences: Set<UInt64> = []
+    /// The ack point recorded with the last fragment.
+    var durableThrough: UInt64 = 0
+    var lastFragmentSequence: UInt32 = 0
+
+    init(fragments: [MP4FileScanner.Fragment], tracks: [PreparedTrack]) throws(MuxerError) {
+        let indexByID = Dictionary(uniqueKeysWithValues: tracks.enumerated().map { ($1.id, $0) })
+        tables = Array(repeating: TrackTable(), count: tracks.count)
+        for fragment in fragments {
+            lastFragmentSequence = fragment.moof.header.sequenceNumber
+            if let marker = fragment.sequenceMarker {
+                sequences.formUnion(marker.sequences)
+                durableThrough = max(durableThrough, marker.durableThrough)
+            }
+            for traf in fragment.moof.trackFragments {
+                guard let t = indexByID[traf.header.trackID] else {
+                    throw MuxerError(.notOurFile, "fragment \(fragment.moof.header.sequenceNumber) names unknown track \(traf.header.trackID)")
+                }
+                let run = traf.run.samples
+                guard !run.isEmpty else { continue }
+                var dts: [Int64] = []
+                dts.reserveCapacity(run.count)
+                var time = Int64(traf.decodeTime.baseMediaDecodeTime)
+                for s in run {
+                    dts.append(time)
+                    time += Int64(s.duration)
+                }
+                let base = traf.header.baseDataOffset ?? fragment.moofOffset
+                tables[t].appendChunk(offset: UInt64(Int64(base) + Int64(traf.run.dataOffset)), decodeTimes: dts,
+                                      compositionOffsets: run.map(\.compositionOffset), sizes: run.map(\.size),
+                                      sync: run.map { $0.flags & 0x0001_0000 == 0 }, lastDuration: run[run.count - 1].duration)
+                sampleCount += run.count
+            }
+        }
+    }
+}
