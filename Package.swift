@@ -17,6 +17,15 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.8.0"..<"5.0.0"),
     ],
     targets: [
         // System libraries (Debian: libx264-dev, libopus-dev, libv4l-dev, libasound2-dev).
@@ -37,12 +46,47 @@ let package = Package(
         // Owning Swift wrappers over libx264 / libopus and synthetic media generators.
         .target(name: "MediaEncoding", dependencies: ["CX264", "COpus"]),
 
-        .target(name: "CaptureAgentCore", dependencies: ["Shared", "MediaEncoding", "CV4L2", "CALSA"]),
-        .target(name: "RecordServerCore", dependencies: ["Shared"]),
+        // Certificates (a small CA for deployments and tests) and TLS configuration for both ends.
+        .target(
+            name: "RecordingTLS",
+            dependencies: [
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "CaptureAgentCore",
+            dependencies: [
+                "Shared", "MediaEncoding", "CV4L2", "CALSA", "RecordingTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .target(
+            name: "RecordServerCore",
+            dependencies: [
+                "Shared", "RecordingTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .target(
             name: "RecordCtlCore",
             dependencies: [
-                "Shared", "MediaEncoding",
+                "Shared", "MediaEncoding", "RecordingTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -56,6 +100,18 @@ let package = Package(
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
         .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding"]),
         .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"]),
+        .testTarget(name: "RecordingTLSTests", dependencies: ["RecordingTLS"]),
+        .testTarget(
+            name: "RecordServerTests",
+            dependencies: [
+                "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(name: "CaptureAgentTests", dependencies: ["CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore"]),
     ],
     swiftLanguageModes: [.v6]
 )
+

@@ -3,7 +3,7 @@
 # what is missing. Sourced by demo.sh and test.sh.
 set -euo pipefail
 
-packages=(libx264-dev libopus-dev libv4l-dev libasound2-dev ffmpeg pkg-config)
+packages=(libx264-dev libopus-dev libv4l-dev libasound2-dev libsqlite3-dev ffmpeg pkg-config openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

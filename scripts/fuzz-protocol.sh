@@ -6,6 +6,7 @@
 #   RUNS                 executions to perform (default 10000000)
 #   FUZZ_SANITIZERS      -sanitize= value (default fuzzer,address; "fuzzer" alone is ~2x faster)
 #   FUZZ_JOBS            >1 runs that many libFuzzer worker processes (-fork), sharing RUNS
+#   FUZZ_MAX_LEN         largest generated input in bytes (default 2048)
 #
 # The working corpus grows in .build-fuzz/corpus (git-ignored) and is seeded from
 # Tests/ProtocolTests/Corpus. A failing input is written to fuzz-artifacts/crash-*;
@@ -18,6 +19,7 @@ runs=${1:-10000000}
 shift || true
 sanitizers=${FUZZ_SANITIZERS:-fuzzer,address}
 jobs=${FUZZ_JOBS:-1}
+max_len=${FUZZ_MAX_LEN:-2048}
 scratch="$root/.build-fuzz"
 
 (cd "$root/Fuzz/ProtocolFuzz" &&
@@ -26,7 +28,7 @@ scratch="$root/.build-fuzz"
 mkdir -p "$scratch/corpus" "$root/fuzz-artifacts"
 args=(
     -runs="$runs"
-    -max_len=8192
+    -max_len="$max_len"
     -rss_limit_mb=2048
     -print_final_stats=1
     -artifact_prefix="$root/fuzz-artifacts/"

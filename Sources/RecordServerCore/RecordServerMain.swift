@@ -1,12 +1,65 @@
+import ArgumentParser
 import Foundation
+import Logging
 
-/// Entry point of `record-server`. TLS ingest arrives with the server issue; until
-/// then the binary says so plainly instead of pretending to work.
-public enum RecordServerMain {
-    public static func run(arguments: [String]) -> Never {
-        let message = "record-server: network ingest is not in this build yet; " +
-            "use `recordctl demo` for a local synthetic recording.\n"
-        FileHandle.standardError.write(Data(message.utf8))
-        exit(2)
+/// `record-server`: the central recording host.
+public struct RecordServerCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "record-server",
+        abstract: "Receive recordings from capture agents over TLS and write them to crash-safe MP4 files.",
+        discussion: """
+        Settings come from a JSON file (--config, default \(ServerConfiguration.defaultPath) if it exists) and are \
+        overridden by the flags below. See docs/configuration.md for every option.
+        """
+    )
+
+    @Option(help: "Configuration file (JSON).") var config: String?
+    @Option(help: "Agent listener as HOST:PORT (default 0.0.0.0:7443).") var listen: String?
+    @Option(name: .customLong("admin-listen"), help: "Admin API listener as HOST:PORT (default 127.0.0.1:7444).") var adminListen: String?
+    @Option(name: .customLong("data-dir"), help: "Directory for recordings and the catalog.") var dataDirectory: String?
+    @Option(help: "CA certificate (PEM) that agent certificates must chain to.") var ca: String?
+    @Option(help: "Server certificate (PEM).") var cert: String?
+    @Option(help: "Server private key (PEM).") var key: String?
+    @Option(name: .customLong("revocation-list"), help: "revoked.json written by `recordctl ca revoke`.") var revocationList: String?
+    @Option(name: .customLong("admin-token"), help: "Bearer token for the admin API (prefer --admin-token-file).") var adminToken: String?
+    @Option(name: .customLong("admin-token-file"), help: "File holding the admin API bearer token.") var adminTokenFile: String?
+    @Option(name: .customLong("resume-window"), help: "Seconds an interrupted session waits for its agent to resume.") var resumeWindow: Int?
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
+    @Flag(name: .customLong("insecure-plaintext"), help: "DEVELOPMENT ONLY: no TLS, agents not authenticated.") var insecurePlaintext = false
+
+    public init() {}
+
+    public func run() async throws {
+        var configuration: ServerConfiguration
+        if let config {
+            configuration = try ServerConfiguration.load(path: config)
+        } else if FileManager.default.fileExists(atPath: ServerConfiguration.defaultPath) {
+            configuration = try ServerConfiguration.load(path: ServerConfiguration.defaultPath)
+        } else {
+            configuration = ServerConfiguration()
+        }
+        configuration = try configuration.merging(overrides: .init(
+            listen: listen, adminListen: adminListen, dataDirectory: dataDirectory, caCertificate: ca, certificate: cert,
+            privateKey: key, revocationList: revocationList, adminToken: adminToken, adminTokenFile: adminTokenFile,
+            insecurePlaintext: insecurePlaintext ? true : nil, resumeWindowSeconds: resumeWindow, logLevel: logLevel))
+        do { try configuration.validate() } catch { throw ValidationError("\(error)") }
+        let level = configuration.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "record-server")
+        let server = try RecordServer(configuration: configuration, logger: logger)
+        try await server.run()
     }
+}
+
+/// Lets an executable run an async command it only knows as `ParsableCommand`.
+public protocol AsyncParsableCommandRunnable {
+    mutating func runAsync() async throws
+}
+
+extension RecordServerCommand: AsyncParsableCommandRunnable {
+    public mutating func runAsync() async throws { try await run() }
 }

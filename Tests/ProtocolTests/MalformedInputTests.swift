@@ -161,6 +161,16 @@ struct MalformedInputTests {
         #expect(parseError(frame(0x10, sessionOpenPayload(tracks: [descriptor(id: 1), descriptor(id: 2)])), limits: limits)?.code == .tooManyTracks)
     }
 
+    @Test("identifier rules (§4.3)")
+    func identifiers() {
+        for valid in ["a", "0", "A.b_c-9", "cam-a-2024-05-01T10.00.00Z", String(repeating: "x", count: 64)] {
+            #expect((try? Identifier(validating: valid)) != nil, "\(valid)")
+        }
+        for invalid in ["", ".", "..", ".hidden", "-a", "_a", "a b", "a/b", "a\\b", "ä", "a\u{0}", String(repeating: "x", count: 65)] {
+            #expect(throws: ProtocolError(.invalidIdentifier, "")) { try Identifier(validating: invalid) }
+        }
+    }
+
     @Test("ProtocolError equality is by code")
     func errorEquality() {
         #expect(ProtocolError(.badMagic, "a") == ProtocolError(.badMagic, "b"))

@@ -34,7 +34,7 @@ public struct SampleToChunkBox: DecodableBox, Equatable {
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         _ = try r.fullBoxHeader()
-        let n = try r.checkedCount(try r.u32("entry_count"), entrySize: 12, "stsc entries")
+        let n = try r.readCount("stsc entries", entrySize: 12)
         entries = []
         for _ in 0..<n { entries.append(Entry(firstChunk: try r.u32(), samplesPerChunk: try r.u32(), sampleDescriptionIndex: try r.u32())) }
     }
@@ -71,7 +71,8 @@ public struct SampleSizeBox: DecodableBox, Equatable {
         let uniform = try r.u32("sample_size")
         let count = try r.u32("sample_count")
         if uniform != 0 {
-            guard count <= 100_000_000 else { throw .implausibleCount(field: "stsz sample_count", count: Int(count), available: r.remaining) }
+            // Materialised per sample, so bounded: 20 M samples is a week of 30 fps video.
+            guard count <= 20_000_000 else { throw .implausibleCount(field: "stsz sample_count", count: Int(count), available: r.remaining) }
             sizes = Array(repeating: uniform, count: Int(count))
         } else {
             let n = try r.checkedCount(count, entrySize: 4, "stsz entries")
@@ -101,7 +102,7 @@ public struct ChunkOffsetBox: MP4Box, Equatable {
 
     public init(payload r: inout ByteReader, is64Bit: Bool) throws(MP4ParseError) {
         _ = try r.fullBoxHeader()
-        let n = try r.checkedCount(try r.u32("entry_count"), entrySize: is64Bit ? 8 : 4, "chunk offsets")
+        let n = try r.readCount("chunk offsets", entrySize: is64Bit ? 8 : 4)
         offsets = []
         offsets.reserveCapacity(n)
         for _ in 0..<n { offsets.append(is64Bit ? try r.u64() : UInt64(try r.u32())) }

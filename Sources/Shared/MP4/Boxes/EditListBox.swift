@@ -33,7 +33,7 @@ public struct EditListBox: DecodableBox, Equatable {
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         let (v, _) = try r.fullBoxHeader()
-        let n = try r.checkedCount(try r.u32("entry_count"), entrySize: v == 1 ? 20 : 12, "elst entries")
+        let n = try r.readCount("elst entries", entrySize: v == 1 ? 20 : 12)
         entries = []
         for _ in 0..<n {
             if v == 1 {

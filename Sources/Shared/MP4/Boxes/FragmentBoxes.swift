@@ -110,6 +110,8 @@ public struct TrackRunBox: DecodableBox, Equatable {
     }
 
     public static let syncSampleFlags: UInt32 = 0x0200_0000
+    /// More samples than any fragment of ours (or a sane muxer's) holds.
+    public static let maxSamples = 1 << 20
     public static let nonSyncSampleFlags: UInt32 = 0x0101_0000
 
     public var dataOffset: Int32
@@ -148,7 +150,11 @@ public struct TrackRunBox: DecodableBox, Equatable {
     public init(payload r: inout ByteReader, defaultDuration: UInt32, defaultSize: UInt32, defaultFlags: UInt32) throws(MP4ParseError) {
         let (_, flags) = try r.fullBoxHeader()
         let fieldBytes = [0x100, 0x200, 0x400, 0x800].filter { flags & UInt32($0) != 0 }.count * 4
-        let count = try r.checkedCount(try r.u32("sample_count"), entrySize: fieldBytes, "trun samples")
+        let count = try r.readCount("trun samples", entrySize: fieldBytes)
+        // With every field defaulted the entries take no bytes, so bytes left bound nothing.
+        guard count <= Self.maxSamples else {
+            throw .implausibleCount(field: "trun sample_count", count: count, available: r.remaining)
+        }
         dataOffset = flags & 0x1 != 0 ? try r.i32("data_offset") : 0
         let firstFlags: UInt32? = flags & 0x4 != 0 ? try r.u32("first_sample_flags") : nil
         samples = []

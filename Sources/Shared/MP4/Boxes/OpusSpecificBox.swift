@@ -38,6 +38,11 @@ public struct OpusSpecificBox: DecodableBox, Equatable {
         inputSampleRate = try r.u32("InputSampleRate")
         outputGain = try r.i16("OutputGain")
         channelMappingFamily = try r.u8("ChannelMappingFamily")
-        channelMappingTable = r.rest()
+        if channelMappingFamily == 0 {
+            channelMappingTable = []
+        } else {
+            // StreamCount, CoupledCount, then one mapping byte per output channel.
+            channelMappingTable = try r.bytes(2 + Int(outputChannelCount), "ChannelMapping table")
+        }
     }
 }

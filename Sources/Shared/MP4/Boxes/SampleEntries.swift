@@ -106,7 +106,7 @@ public struct SampleDescriptionBox: DecodableBox, Equatable {
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         _ = try r.fullBoxHeader()
-        let count = try r.checkedCount(try r.u32("entry_count"), entrySize: 8, "stsd entries")
+        let count = try r.readCount("stsd entries", entrySize: 8)
         entries = []
         for _ in 0..<count {
             var (header, payload) = try r.nextBox()

@@ -44,7 +44,7 @@ public struct SampleToGroupBox: DecodableBox, Equatable {
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         _ = try r.fullBoxHeader()
         try r.skip(4)
-        let n = try r.checkedCount(try r.u32("entry_count"), entrySize: 8, "sbgp entries")
+        let n = try r.readCount("sbgp entries", entrySize: 8)
         entries = []
         for _ in 0..<n { entries.append(Entry(sampleCount: try r.u32(), groupDescriptionIndex: try r.u32())) }
     }

@@ -38,7 +38,7 @@ public struct SequenceMarkerBox: MP4Box, Equatable {
     public init?(freePayload r: inout ByteReader) throws(MP4ParseError) {
         guard r.remaining >= 16, try r.fourCC() == Self.magic else { return nil }
         durableThrough = try r.u64("durable_through")
-        let n = try r.checkedCount(try r.u32("range_count"), entrySize: 12, "sequence ranges")
+        let n = try r.readCount("sequence ranges", entrySize: 12)
         ranges = []
         for _ in 0..<n {
             let first = try r.u64("range_first")

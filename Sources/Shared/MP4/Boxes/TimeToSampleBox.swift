@@ -31,7 +31,7 @@ public struct TimeToSampleBox: DecodableBox, Equatable {
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         _ = try r.fullBoxHeader()
-        let n = try r.checkedCount(try r.u32("entry_count"), entrySize: 8, "stts entries")
+        let n = try r.readCount("stts entries", entrySize: 8)
         entries = []
         entries.reserveCapacity(n)
         for _ in 0..<n { entries.append(Entry(count: try r.u32(), delta: try r.u32())) }
@@ -72,7 +72,7 @@ public struct CompositionOffsetBox: DecodableBox, Equatable {
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         _ = try r.fullBoxHeader()
-        let n = try r.checkedCount(try r.u32("entry_count"), entrySize: 8, "ctts entries")
+        let n = try r.readCount("ctts entries", entrySize: 8)
         entries = []
         entries.reserveCapacity(n)
         for _ in 0..<n { entries.append(Entry(count: try r.u32(), offset: try r.i32())) }
@@ -96,7 +96,7 @@ public struct SyncSampleBox: DecodableBox, Equatable {
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         _ = try r.fullBoxHeader()
-        let n = try r.checkedCount(try r.u32("entry_count"), entrySize: 4, "stss entries")
+        let n = try r.readCount("stss entries", entrySize: 4)
         sampleNumbers = []
         sampleNumbers.reserveCapacity(n)
         for _ in 0..<n { sampleNumbers.append(try r.u32()) }

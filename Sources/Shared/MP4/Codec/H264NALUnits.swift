@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// H.264 NAL unit framing (ITU-T H.264 Annex B and ISO/IEC 14496-15 §5.3.2).
 public enum H264NALUnits {
     public static let typeSPS: UInt8 = 7
@@ -11,8 +17,16 @@ public enum H264NALUnits {
     }
 
     /// Splits an access unit into NAL unit ranges, whether it is Annex B or 4-byte length-prefixed.
+    /// A 4-byte length prefix can itself look like a start code (`00 00 01 2C` is a 300-byte
+    /// NAL unit), so the length-prefixed reading wins whenever its lengths tile the sample
+    /// exactly; only then is Annex B tried.
     public static func nalUnitRanges(in data: [UInt8]) throws(MP4ParseError) -> [Range<Int>] {
-        isAnnexB(data) ? annexBRanges(data) : try lengthPrefixedRanges(data)
+        do {
+            return try lengthPrefixedRanges(data)
+        } catch {
+            guard isAnnexB(data) else { throw error }
+            return annexBRanges(data)
+        }
     }
 
     static func lengthPrefixedRanges(_ data: [UInt8]) throws(MP4ParseError) -> [Range<Int>] {
@@ -22,6 +36,7 @@ public enum H264NALUnits {
             guard data.count - p >= 4 else { throw .invalid("NAL length prefix cut short at byte \(p)") }
             let n = Int(data[p]) << 24 | Int(data[p + 1]) << 16 | Int(data[p + 2]) << 8 | Int(data[p + 3])
             guard n > 0, n <= data.count - p - 4 else { throw .invalid("NAL length \(n) at byte \(p) exceeds the sample") }
+            guard data[p + 4] & 0x80 == 0 else { throw .invalid("NAL unit at byte \(p + 4) has its forbidden_zero_bit set") }
             ranges.append(p + 4 ..< p + 4 + n)
             p += 4 + n
         }
@@ -33,25 +48,34 @@ public enum H264NALUnits {
     static func annexBRanges(_ data: [UInt8]) -> [Range<Int>] {
         var ranges: [Range<Int>] = []
         data.withUnsafeBufferPointer { buf in
+            guard let base = buf.baseAddress else { return }
             let n = buf.count
-            var i = 0
             var nalStart = -1
-            while i + 2 < n {
-                // Fast skip: a start code's third byte is 1, and the two before it are 0.
-                if buf[i + 2] > 1 { i += 3; continue }
-                if buf[i] == 0, buf[i + 1] == 0, buf[i + 2] == 1 {
+            var i = 2
+            // A start code ends in 0x01 preceded by two zeros: find each 0x01 with memchr
+            // (vectorised) instead of looking at every byte.
+            while i < n {
+                guard let hit = memchr(base + i, 1, n - i) else { break }
+                let one = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                if one >= 2, buf[one - 1] == 0, buf[one - 2] == 0 {
                     if nalStart >= 0 {
-                        var end = i
+                        // Zeros before the start code belong to it (a 4-byte start code).
+                        var end = one - 2
                         while end > nalStart, buf[end - 1] == 0 { end -= 1 }
                         if end > nalStart { ranges.append(nalStart..<end) }
                     }
-                    nalStart = i + 3
-                    i += 3
+                    nalStart = one + 1
+                    i = one + 3
                 } else {
-                    i += 1
+                    i = one + 1
                 }
             }
-            if nalStart >= 0, nalStart < n { ranges.append(nalStart..<n) }
+            if nalStart >= 0 {
+                // trailing_zero_8bits after the last NAL unit are padding, not payload (Annex B.1).
+                var end = n
+                while end > nalStart, buf[end - 1] == 0 { end -= 1 }
+                if end > nalStart { ranges.append(nalStart..<end) }
+            }
         }
         return ranges
     }

@@ -20,9 +20,14 @@ public struct H264SequenceParameterSet: Equatable, Sendable {
         _ = try bits.ue() // seq_parameter_set_id
         if [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135].contains(profileIDC) {
             chromaFormatIDC = try bits.ue()
+            guard chromaFormatIDC <= 3 else { throw .invalid("SPS chroma_format_idc \(chromaFormatIDC) (0...3)") }
             if chromaFormatIDC == 3 { _ = try bits.bit() } // separate_colour_plane_flag
             bitDepthLumaMinus8 = try bits.ue()
             bitDepthChromaMinus8 = try bits.ue()
+            // §7.4.2.1.1: bit depths 8...14.
+            guard bitDepthLumaMinus8 <= 6, bitDepthChromaMinus8 <= 6 else {
+                throw .invalid("SPS bit depth \(bitDepthLumaMinus8 + 8)/\(bitDepthChromaMinus8 + 8) (8...14)")
+            }
             _ = try bits.bit() // qpprime_y_zero_transform_bypass_flag
             if try bits.bit() == 1 { // seq_scaling_matrix_present_flag
                 for i in 0..<(chromaFormatIDC == 3 ? 12 : 8) where try bits.bit() == 1 {

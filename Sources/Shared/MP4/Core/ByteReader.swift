@@ -67,6 +67,12 @@ public struct ByteReader: Sendable {
         return n
     }
 
+    /// Reads a u32 entry count and validates it against the bytes left after it.
+    public mutating func readCount(_ what: StaticString, entrySize: Int) throws(MP4ParseError) -> Int {
+        let count = try u32(what)
+        return try checkedCount(count, entrySize: entrySize, what)
+    }
+
     /// Reads a (version, flags) full-box header.
     public mutating func fullBoxHeader() throws(MP4ParseError) -> (version: UInt8, flags: UInt32) {
         (try u8("version"), try u24("flags"))

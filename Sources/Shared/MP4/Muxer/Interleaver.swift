@@ -34,6 +34,7 @@ struct Interleaver {
 
     private var queues: [TrackQueue]
     private var earliestDTSSeen: Int64?
+    private var newestDTSReceived = Int64.min
     let stallTimeout: Int64
     let maxQueuedBytes: Int
     private(set) var events: [Event] = []
@@ -47,16 +48,17 @@ struct Interleaver {
     var queuedSampleCount: Int { queues.reduce(0) { $0 + $1.samples.count - $1.head } }
 
     mutating func push(_ sample: PreparedSample) {
-        var q = queues[sample.trackIndex]
-        if q.stalled {
-            q.stalled = false
-            events.append(.resumed(trackIndex: sample.trackIndex))
+        let t = sample.trackIndex
+        if queues[t].stalled {
+            queues[t].stalled = false
+            events.append(.resumed(trackIndex: t))
         }
-        q.samples.append(sample)
-        q.queuedBytes += sample.payload.count
-        q.lastDTSReceived = sample.dts
-        queues[sample.trackIndex] = q
+        // Mutated in place: copying `queues[t]` out and back would copy the whole queue.
+        queues[t].samples.append(sample)
+        queues[t].queuedBytes += sample.payload.count
+        queues[t].lastDTSReceived = sample.dts
         earliestDTSSeen = min(earliestDTSSeen ?? sample.dts, sample.dts)
+        newestDTSReceived = max(newestDTSReceived, sample.dts)
     }
 
     /// No more samples will come for this track: it no longer holds the others back.
@@ -72,6 +74,8 @@ struct Interleaver {
         guard let candidate = headWithSmallestDTS() else { return nil }
         let dts = queues[candidate].samples[queues[candidate].head].dts
         let forced = queues[candidate].queuedBytes > maxQueuedBytes
+        // Over the memory bound the head goes regardless, one sample at a time; that alone is
+        // not a stall (the silent track may still be within its timeout).
         for i in queues.indices where i != candidate && queues[i].isEmpty && !queues[i].ended && !forced {
             if !mayPass(emptyTrack: i, candidateDTS: dts) { return nil }
         }
@@ -102,8 +106,11 @@ struct Interleaver {
         if queues[i].stalled { return true }
         // Its next sample's DTS will exceed its last one, so anything at or before that is safe.
         if let last = queues[i].lastDTSReceived, candidateDTS <= last { return true }
+        // Stalled once the other tracks have moved on by more than the timeout. Measured
+        // against the newest DTS received anywhere, not the held candidate: the candidate
+        // stops advancing precisely while it waits.
         let reference = queues[i].lastDTSReceived ?? earliestDTSSeen ?? candidateDTS
-        guard candidateDTS - reference > stallTimeout else { return false }
+        guard newestDTSReceived - reference > stallTimeout else { return false }
         queues[i].stalled = true
         events.append(.stalled(trackIndex: i, lastDTS: queues[i].lastDTSReceived))
         return true

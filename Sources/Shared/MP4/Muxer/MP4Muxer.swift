@@ -156,7 +156,7 @@ public final class MP4Muxer {
             throw error
         }
         status = .completed
-        return RecordingSummary(segments: completed, stalledTracks: everStalled)
+        return RecordingSummary(segments: completed, stalledTracks: everStalled, events: events)
     }
 
     /// Stops and deletes every file of this recording.
@@ -264,7 +264,7 @@ public final class MP4Muxer {
         events.append(.fragmentDurable(FragmentReport(
             segmentIndex: segment.index, fragmentSequence: written.report.fragment, sampleCount: written.report.count,
             byteCount: written.report.bytes, highestSequence: written.sequences.max() ?? 0,
-            durableThroughSequence: ledger.durableThrough)))
+            durableThroughSequence: ledger.durableThrough, writeDuration: written.report.write, syncDuration: written.report.sync)))
     }
 
     /// The ack point once `sequences` are durable too (recorded in each fragment's marker).

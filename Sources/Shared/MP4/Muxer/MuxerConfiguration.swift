@@ -49,7 +49,7 @@ public struct MuxerConfiguration: Sendable {
 
     var isSegmented: Bool { maxSegmentDuration != nil || maxSegmentBytes != nil }
 
-    func path(forSegment index: Int) -> String {
+    public func path(forSegment index: Int) -> String {
         guard isSegmented else { return directory + "/" + baseName + ".mp4" }
         let number = String(index + 1)
         return directory + "/" + baseName + "-" + String(repeating: "0", count: max(0, 4 - number.count)) + number + ".mp4"

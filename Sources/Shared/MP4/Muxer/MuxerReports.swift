@@ -9,6 +9,9 @@ public struct FragmentReport: Sendable, Equatable {
     public var highestSequence: UInt64
     /// Every sample appended with a sequence at or below this is durable (the ack point).
     public var durableThroughSequence: UInt64
+    /// Time spent writing the fragment, and making it durable (zero without fsync).
+    public var writeDuration: Duration = .zero
+    public var syncDuration: Duration = .zero
 }
 
 public struct TrackSummary: Sendable, Equatable {
@@ -36,6 +39,8 @@ public struct SegmentSummary: Sendable, Equatable {
 public struct RecordingSummary: Sendable, Equatable {
     public var segments: [SegmentSummary]
     public var stalledTracks: Set<UInt32>
+    /// Events of the final flush (the last fragments made durable, segments completed).
+    public var events: [MuxerEvent] = []
 }
 
 public enum MuxerEvent: Sendable, Equatable {

@@ -141,7 +141,7 @@ final class SegmentWriter {
     /// Writes the open fragment (and the init segment before the first one), durably.
     /// `ackAfter` says what the ack point will be once these sequences are durable; it is
     /// recorded in the fragment's sequence marker.
-    func flush(ackAfter: ([UInt64]) -> UInt64) throws(MuxerError) -> (sequences: [UInt64], report: (count: Int, bytes: Int, fragment: UInt32))? {
+    func flush(ackAfter: ([UInt64]) -> UInt64) throws(MuxerError) -> (sequences: [UInt64], report: (count: Int, bytes: Int, fragment: UInt32, write: Duration, sync: Duration))? {
         guard pendingSampleCount > 0 else { return nil }
         if info == nil { try writeInitSegment() }
         guard let origin = decodeOrigin else { return nil }
@@ -166,8 +166,13 @@ final class SegmentWriter {
         let sequences = pending.flatMap { $0.map(\.sequence) }
         let marker = SequenceMarkerBox(durableThrough: ackAfter(sequences), sequences: sequences)
         let output = FragmentAssembler.assemble(sequence: nextFragmentSequence, tracks: tracks, runs: runs, payloads: pending, marker: marker)
+        // Timed for metrics only; no decision depends on it.
+        let clock = ContinuousClock()
+        let writeStart = clock.now
         try file.write(output.bytes, at: fileSize)
+        let syncStart = clock.now
         if configuration.durability == .fsyncEveryFragment { try file.sync() }
+        let syncEnd = clock.now
         // Only now, with the bytes durable, does the fragment count as part of the file.
         for run in output.runs {
             tables[run.trackIndex].appendChunk(offset: fileSize + UInt64(run.dataOffset), decodeTimes: run.decodeTimes,
@@ -182,7 +187,7 @@ final class SegmentWriter {
         pendingSampleCount = 0
         pendingBytes = 0
         fragmentFirstDTS = nil
-        return (sequences, (output.sampleCount, output.bytes.count, fragment))
+        return (sequences, (output.sampleCount, output.bytes.count, fragment, syncStart - writeStart, syncEnd - syncStart))
     }
 
     private func writeInitSegment() throws(MuxerError) {
@@ -208,7 +213,7 @@ final class SegmentWriter {
             ?? info.segmentOriginNanos
         self.info = info
         try Self.finalizeInPlace(file: file, tracks: tracks, tables: tables, info: info, fragmentsEnd: fileSize,
-                                 creationTime: configuration.creationTime)
+                                 creationTime: configuration.creationTime, durable: configuration.durability == .fsyncEveryFragment)
         file.close()
         if configuration.finalizeMode == .faststart {
             try Faststart.rewrite(path: path, tracks: tracks, tables: tables, info: info, creationTime: configuration.creationTime,
@@ -221,16 +226,16 @@ final class SegmentWriter {
     /// A crash between the two steps leaves a fragmented file plus a trailing moov, which
     /// recovery ignores and redoes.
     static func finalizeInPlace(file: RandomAccessFile, tracks: [PreparedTrack], tables: [TrackTable], info: RecordingInfoBox,
-                                fragmentsEnd: UInt64, creationTime: Int64) throws(MuxerError) {
+                                fragmentsEnd: UInt64, creationTime: Int64, durable: Bool = true) throws(MuxerError) {
         let moov = MovieBuilder.finalMovie(tracks: tracks, tables: tables, creationTime: creationTime, info: info).encoded()
         try file.write(moov, at: fragmentsEnd)
         try file.truncate(to: fragmentsEnd + UInt64(moov.count))
-        try file.sync()
+        if durable { try file.sync() }
         var head = ByteWriter(capacity: 40)
         FileTypeBox.progressive.encode(into: &head)
         MediaDataHeader(payloadSize: fragmentsEnd - placeholderOffset - 16, forceLarge: true).encode(into: &head)
         try file.write(head.bytes, at: 0)
-        try file.sync()
+        if durable { try file.sync() }
     }
 
     private func summary(info: RecordingInfoBox) -> SegmentSummary {

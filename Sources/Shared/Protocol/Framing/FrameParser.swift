@@ -35,6 +35,7 @@ public struct FrameParser: Sendable {
             // read containing whole frames.
             buffer = bytes
         } else {
+            compactIfWorthwhile()
             buffer.writeImmutableBuffer(bytes)
         }
     }

@@ -12,6 +12,13 @@ public struct MessageParser: Sendable {
     }
 
     public var limits: ProtocolLimits { frames.limits }
+
+    /// The header versions accepted. After the handshake, narrow it to the negotiated
+    /// version (protocol.md §5).
+    public var supportedVersions: ClosedRange<UInt8> {
+        get { frames.supportedVersions }
+        set { frames.supportedVersions = newValue }
+    }
     public var bufferedByteCount: Int { frames.bufferedByteCount }
 
     public mutating func append(_ bytes: ByteBuffer) { frames.append(bytes) }

@@ -1,0 +1,2 @@
+// Intentionally empty: this target only exports fuzzer_driver.h to Swift.
+#include "fuzzer_driver.h"

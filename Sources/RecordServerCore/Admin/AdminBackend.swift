@@ -1,0 +1,125 @@
+import Foundation
+
+/// A connected agent, as the admin API shows it.
+public struct ConnectedAgentInfo: Codable, Sendable, Equatable {
+    public var id: String
+    public var address: String
+    public var softwareVersion: String
+    public var connectedAt: Date
+    public var lastSeen: Date
+    /// The session open on its connection, if any.
+    public var sessionID: String?
+    /// Latest round-trip time from heartbeats, milliseconds.
+    public var roundTripMillis: Double?
+    public init(id: String, address: String, softwareVersion: String, connectedAt: Date, lastSeen: Date,
+                sessionID: String? = nil, roundTripMillis: Double? = nil) {
+        self.id = id
+        self.address = address
+        self.softwareVersion = softwareVersion
+        self.connectedAt = connectedAt
+        self.lastSeen = lastSeen
+        self.sessionID = sessionID
+        self.roundTripMillis = roundTripMillis
+    }
+}
+
+/// Live per-track figures of a session being recorded.
+public struct LiveTrackInfo: Codable, Sendable, Equatable {
+    public var trackID: Int
+    public var label: String
+    public var kind: String
+    public var codec: String
+    public var status: TrackStatus
+    public var samples: Int64
+    public var bytes: Int64
+    public var dropped: Int64
+    /// Over the last few seconds of media time.
+    public var fps: Double
+    public var bitrate: Double
+    /// How far this track's newest sample is behind the session's newest sample, seconds.
+    public var lagSeconds: Double
+    public init(trackID: Int, label: String, kind: String, codec: String, status: TrackStatus, samples: Int64, bytes: Int64,
+                dropped: Int64, fps: Double, bitrate: Double, lagSeconds: Double) {
+        self.trackID = trackID
+        self.label = label
+        self.kind = kind
+        self.codec = codec
+        self.status = status
+        self.samples = samples
+        self.bytes = bytes
+        self.dropped = dropped
+        self.fps = fps
+        self.bitrate = bitrate
+        self.lagSeconds = lagSeconds
+    }
+}
+
+public struct LiveSessionInfo: Codable, Sendable, Equatable {
+    public var id: String
+    public var agentID: String
+    public var labels: [String: String]
+    /// "recording", "detached" (waiting for a resume), "finalizing".
+    public var state: String
+    public var startedAt: Date
+    public var path: String
+    public var lastAck: UInt64
+    public var tracks: [LiveTrackInfo]
+    public init(id: String, agentID: String, labels: [String: String], state: String, startedAt: Date, path: String,
+                lastAck: UInt64, tracks: [LiveTrackInfo]) {
+        self.id = id
+        self.agentID = agentID
+        self.labels = labels
+        self.state = state
+        self.startedAt = startedAt
+        self.path = path
+        self.lastAck = lastAck
+        self.tracks = tracks
+    }
+}
+
+public struct HealthInfo: Codable, Sendable, Equatable {
+    public var status: String
+    public var version: String
+    public var uptimeSeconds: Double
+    public var connectedAgents: Int
+    public var liveSessions: Int
+    public var dataDirectory: String
+    public var freeBytes: Int64
+    public init(status: String, version: String, uptimeSeconds: Double, connectedAgents: Int, liveSessions: Int,
+                dataDirectory: String, freeBytes: Int64) {
+        self.status = status
+        self.version = version
+        self.uptimeSeconds = uptimeSeconds
+        self.connectedAgents = connectedAgents
+        self.liveSessions = liveSessions
+        self.dataDirectory = dataDirectory
+        self.freeBytes = freeBytes
+    }
+}
+
+/// Why a control request failed, mapped to an HTTP status by the admin API.
+public struct AdminError: Error, Sendable, Equatable {
+    public enum Kind: String, Sendable { case notFound, conflict, badRequest, unavailable }
+    public var kind: Kind
+    public var message: String
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+}
+
+/// Everything the admin API can ask of the running server. The ingest side implements it;
+/// the admin HTTP layer only translates.
+public protocol AdminBackend: Sendable {
+    func health() async -> HealthInfo
+    func connectedAgents() async -> [ConnectedAgentInfo]
+    func liveSessions() async -> [LiveSessionInfo]
+    /// Asks a connected agent to start a session; returns once the command is sent.
+    func startSession(agentID: String, labels: [String: String]) async throws(AdminError)
+    func stopSession(id: String) async throws(AdminError)
+    func cancelSession(id: String) async throws(AdminError)
+    func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord]
+    func recording(id: String) async throws(AdminError) -> (RecordingRecord, [TrackRecord])
+    /// Deletes the file and the catalog row; refuses while the recording is being written.
+    func deleteRecording(id: String) async throws(AdminError)
+}

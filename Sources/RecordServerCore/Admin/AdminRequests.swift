@@ -1,0 +1,134 @@
+import Foundation
+
+/// Parsing and validation of admin API input. Everything here is strict on purpose: an unknown
+/// query parameter or body key is far more likely a typo (`state=` for `status=`) than a wish
+/// to be ignored, and silently ignoring it would return the wrong recordings.
+enum AdminRequests {
+    static let defaultLimit = 1000
+    static let limitRange = 1...10_000
+    /// Longest id accepted in a path or body; real ids are far shorter (protocol identifiers).
+    static let maxIDLength = 256
+
+    // MARK: GET /v1/recordings
+
+    static let recordingQueryKeys: Set<String> = ["agent", "status", "since", "until", "limit"]
+
+    /// Builds the catalog filter from the query string's `(key, value)` pairs (values already
+    /// percent-decoded).
+    static func recordingFilter(_ query: [(key: String, value: String)]) throws(AdminAPIError) -> RecordingFilter {
+        var seen: Set<String> = []
+        for (key, _) in query {
+            guard recordingQueryKeys.contains(key) else {
+                throw .badRequest("unknown query parameter \"\(key)\"; expected one of agent, status, since, until, limit")
+            }
+            guard seen.insert(key).inserted else { throw .badRequest("query parameter \"\(key)\" given more than once") }
+        }
+        let values = Dictionary(query.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+
+        var filter = RecordingFilter(limit: defaultLimit)
+        if let agent = values["agent"] {
+            filter.agentID = try validatedID(agent, what: "agent")
+        }
+        if let status = values["status"] {
+            guard let parsed = RecordingStatus(rawValue: status) else {
+                let allowed = RecordingStatus.allCases.map(\.rawValue).joined(separator: ", ")
+                throw .badRequest("invalid status \"\(status)\"; expected one of \(allowed)")
+            }
+            filter.status = parsed
+        }
+        if let since = values["since"] { filter.since = try date(since, name: "since") }
+        if let until = values["until"] { filter.until = try date(until, name: "until") }
+        if let since = filter.since, let until = filter.until, since > until {
+            throw .badRequest("since must not be later than until")
+        }
+        if let limit = values["limit"] {
+            guard let parsed = Int(limit), limitRange.contains(parsed) else {
+                throw .badRequest("invalid limit \"\(limit)\"; expected an integer from \(limitRange.lowerBound) to \(limitRange.upperBound)")
+            }
+            filter.limit = parsed
+        }
+        return filter
+    }
+
+    static func date(_ text: String, name: String) throws(AdminAPIError) -> Date {
+        guard let date = AdminDates.parse(text) else {
+            throw .badRequest("invalid \(name) \"\(text)\"; expected an ISO-8601 date-time such as 2024-05-01T10:00:00Z")
+        }
+        return date
+    }
+
+    static func validatedID(_ id: String, what: String) throws(AdminAPIError) -> String {
+        guard !id.isEmpty else { throw .badRequest("\(what) must not be empty") }
+        guard id.utf8.count <= maxIDLength else { throw .badRequest("\(what) is longer than \(maxIDLength) bytes") }
+        return id
+    }
+
+    // MARK: POST /v1/sessions
+
+    struct StartSession: Equatable, Sendable {
+        var agent: String
+        var labels: [String: String]
+    }
+
+    static func startSession(_ body: Data) throws(AdminAPIError) -> StartSession {
+        guard !body.isEmpty else {
+            throw .badRequest(#"request body is required: {"agent":"<agent id>","labels":{"key":"value"}}"#)
+        }
+        let decoded: StartSessionBody
+        do {
+            decoded = try JSONDecoder().decode(StartSessionBody.self, from: body)
+        } catch let error as AdminAPIError {
+            throw error
+        } catch let error as DecodingError {
+            throw .badRequest(describe(error))
+        } catch {
+            throw .badRequest("malformed JSON body")
+        }
+        return StartSession(agent: try validatedID(decoded.agent, what: "agent"), labels: decoded.labels)
+    }
+
+    /// Turns a decoding failure into a message naming the offending field.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map(\.stringValue).joined(separator: ".")
+        }
+        switch error {
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            return "malformed JSON body"
+        case .dataCorrupted(let context):
+            return "invalid value at \(path(context.codingPath))"
+        case .keyNotFound(let key, let context):
+            let prefix = context.codingPath.isEmpty ? "" : path(context.codingPath) + "."
+            return "missing field \"\(prefix)\(key.stringValue)\""
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            let field = path(context.codingPath)
+            let expected = type == String.self ? "a string" : (type is [String: String].Type ? "an object of strings" : "\(type)")
+            return field.isEmpty ? "body must be a JSON object" : "field \"\(field)\" must be \(expected)"
+        @unknown default:
+            return "malformed JSON body"
+        }
+    }
+}
+
+/// `{"agent": "...", "labels": {"k": "v"}}`; `labels` may be omitted, other keys are refused.
+private struct StartSessionBody: Decodable {
+    var agent: String
+    var labels: [String: String]
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: AnyKey.self)
+        let unknown = container.allKeys.map(\.stringValue).filter { $0 != "agent" && $0 != "labels" }.sorted()
+        if !unknown.isEmpty {
+            throw AdminAPIError.badRequest("unknown field(s) \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); expected agent, labels")
+        }
+        agent = try container.decode(String.self, forKey: AnyKey(stringValue: "agent"))
+        labels = try container.decodeIfPresent([String: String].self, forKey: AnyKey(stringValue: "labels")) ?? [:]
+    }
+}

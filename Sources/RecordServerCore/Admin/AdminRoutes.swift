@@ -1,0 +1,87 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// The route handlers. They only translate: HTTP input → validated arguments → one backend
+/// call → JSON. All policy (what may be stopped, deleted, …) lives behind `AdminBackend`.
+struct AdminRoutes: Sendable {
+    static let healthPath = "/health"
+
+    let backend: any AdminBackend
+    let metrics: ServerMetrics
+    let token: BearerToken
+    let maxBodyBytes: Int
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("/health") { request, _ in await self.health(request) }
+        router.get("/metrics") { _, _ in self.metricsPage() }
+
+        let v1 = router.group("/v1")
+        v1.get("/agents") { _, _ in
+            AdminResponses.json(AgentListJSON(agents: await self.backend.connectedAgents().map(AgentJSON.init(info:))))
+        }
+        v1.get("/sessions") { _, _ in
+            AdminResponses.json(SessionListJSON(sessions: await self.backend.liveSessions().map(LiveSessionJSON.init(info:))))
+        }
+        v1.post("/sessions") { request, _ in try await self.startSession(request) }
+        v1.post("/sessions/{id}/stop") { _, context in
+            let id = try Self.pathID(context)
+            try await self.backend.stopSession(id: id)
+            return AdminResponses.json(AcceptedJSON(action: "stop", sessionID: id), status: .accepted)
+        }
+        v1.post("/sessions/{id}/cancel") { _, context in
+            let id = try Self.pathID(context)
+            try await self.backend.cancelSession(id: id)
+            return AdminResponses.json(AcceptedJSON(action: "cancel", sessionID: id), status: .accepted)
+        }
+        v1.get("/recordings") { request, _ in
+            let query = request.uri.queryParameters.map { (key: String($0.key), value: String($0.value)) }
+            let filter = try AdminRequests.recordingFilter(query)
+            let records = try await self.backend.recordings(filter)
+            return AdminResponses.json(RecordingListJSON(recordings: records.map(RecordingJSON.init(record:)), limit: filter.limit))
+        }
+        v1.get("/recordings/{id}") { _, context in
+            let (record, tracks) = try await self.backend.recording(id: try Self.pathID(context))
+            return AdminResponses.json(RecordingDetailJSON(recording: RecordingJSON(record: record),
+                                                           tracks: tracks.map(TrackJSON.init(record:))))
+        }
+        v1.delete("/recordings/{id}") { _, context in
+            try await self.backend.deleteRecording(id: try Self.pathID(context))
+            return Response(status: .noContent)
+        }
+    }
+
+    /// Open to anyone, but only a caller presenting the token sees paths, load and version.
+    /// Answers 503 unless the backend says "ok", so a load balancer stops sending work to a
+    /// server that is shutting down.
+    func health(_ request: Request) async -> Response {
+        let info = await backend.health()
+        let authorized = token.authorizes(headerValue: request.headers[.authorization])
+        let status: HTTPResponse.Status = info.status == "ok" ? .ok : .serviceUnavailable
+        return AdminResponses.json(authorized ? HealthJSON(full: info) : HealthJSON(public: info), status: status)
+    }
+
+    func metricsPage() -> Response {
+        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
+    }
+
+    func startSession(_ request: Request) async throws -> Response {
+        // Refuse early on a declared oversize body instead of reading it.
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+            throw AdminAPIError.payloadTooLarge(limit: maxBodyBytes)
+        }
+        let buffer = try await request.body.collect(upTo: maxBodyBytes)
+        let body = Data(buffer.readableBytesView)
+        let parsed = try AdminRequests.startSession(body)
+        try await backend.startSession(agentID: parsed.agent, labels: parsed.labels)
+        return AdminResponses.json(AcceptedJSON(action: "start", agentID: parsed.agent), status: .accepted)
+    }
+
+    static func pathID(_ context: BasicRequestContext) throws(AdminAPIError) -> String {
+        guard let id = context.parameters.get("id") else { throw .badRequest("missing id in path") }
+        // The router hands the raw segment over; ids are plain identifiers, but decode anyway
+        // so a client that escapes characters gets the id it meant.
+        return try AdminRequests.validatedID(id.removingPercentEncoding ?? id, what: "id")
+    }
+}

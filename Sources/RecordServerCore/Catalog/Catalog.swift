@@ -1,0 +1,340 @@
+import Foundation
+import GRDB
+
+/// The recording catalog: agents, sessions, recordings (files) and tracks in SQLite, through
+/// GRDB. On disk it is `<dataDir>/catalog.sqlite` in WAL mode (a `DatabasePool`), so the admin
+/// API can read while ingest writes; in tests it lives in memory.
+///
+/// The catalog is an index of the files, not their source of truth: every call is a small,
+/// synchronous transaction, and ingest treats catalog failures as non-fatal. All errors are
+/// `CatalogError`.
+public final class Catalog: RecordingCatalog, Sendable {
+    /// The database file, or nil for an in-memory catalog.
+    public let path: String?
+    private let database: any DatabaseWriter
+
+    /// Opens (creating if needed) the catalog at `path` and migrates it to the current schema.
+    ///
+    /// The file and its `-wal`/`-shm` companions are made mode 0600: the catalog names every
+    /// agent, label and path, which is nobody else's business. The containing directory must
+    /// exist (`StorageLayout.prepare()` creates the data directory).
+    /// - Throws: `CatalogError` `.openFailed`, `.migrationFailed` or `.newerSchema`.
+    public init(path: String) throws(CatalogError) {
+        // Create the file ourselves so it never exists with looser permissions, even briefly.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            throw CatalogError(.openFailed, "cannot create or open \(path); check that its directory exists and is writable",
+                               underlying: String(cString: strerror(code)))
+        }
+        let chmodResult = fchmod(fd, 0o600)
+        let chmodErrno = errno
+        close(fd)
+        guard chmodResult == 0 else {
+            throw CatalogError(.openFailed, "cannot set mode 0600 on \(path)", underlying: String(cString: strerror(chmodErrno)))
+        }
+
+        var configuration = Configuration()
+        // Another process (recordctl, a backup) may hold the write lock briefly; wait, don't fail.
+        configuration.busyMode = .timeout(5)
+        configuration.label = "catalog"
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw CatalogError(.openFailed, "cannot open \(path) as an SQLite database", underlying: "\(error)")
+        }
+        self.path = path
+        self.database = pool
+        try migrate()
+        // SQLite gives -wal and -shm the main file's mode; we check rather than trust it.
+        for suffix in ["-wal", "-shm"] {
+            let companion = path + suffix
+            if chmod(companion, 0o600) != 0, errno != ENOENT {
+                throw CatalogError(.openFailed, "cannot set mode 0600 on \(companion)", underlying: String(cString: strerror(errno)))
+            }
+        }
+    }
+
+    /// A fresh catalog in memory, for tests. Same schema and behaviour, nothing on disk.
+    public static func inMemory() throws(CatalogError) -> Catalog {
+        let queue: DatabaseQueue
+        do { queue = try DatabaseQueue() } catch {
+            throw CatalogError(.openFailed, "cannot create an in-memory database", underlying: "\(error)")
+        }
+        return try Catalog(database: queue)
+    }
+
+    private init(database: any DatabaseWriter) throws(CatalogError) {
+        self.path = nil
+        self.database = database
+        try migrate()
+    }
+
+    private func migrate() throws(CatalogError) {
+        let migrator = CatalogSchema.migrator
+        let superseded: Bool
+        do { superseded = try database.read { try migrator.hasBeenSuperseded($0) } } catch {
+            throw CatalogError(.migrationFailed, "cannot read the schema version of \(path ?? "the in-memory catalog")", underlying: "\(error)")
+        }
+        guard !superseded else {
+            throw CatalogError(.newerSchema, "\(path ?? "the catalog") was written by a newer record-server; " +
+                               "run that version, or restore a backup made by this one")
+        }
+        do { try migrator.migrate(database) } catch {
+            throw CatalogError(.migrationFailed, "cannot bring \(path ?? "the catalog") up to the current schema", underlying: "\(error)")
+        }
+    }
+
+    // MARK: Agents
+
+    /// Inserts the agent or updates its address, version and last-seen time. `firstSeen`
+    /// keeps the earliest value ever recorded, `lastSeen` the latest.
+    public func recordAgentSeen(_ agent: AgentRecord) throws(CatalogError) {
+        try write("record agent \(agent.id)") { db in
+            try db.execute(sql: """
+                INSERT INTO agents (id, lastAddress, softwareVersion, firstSeen, lastSeen) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET
+                    lastAddress = excluded.lastAddress,
+                    softwareVersion = excluded.softwareVersion,
+                    firstSeen = MIN(firstSeen, excluded.firstSeen),
+                    lastSeen = MAX(lastSeen, excluded.lastSeen)
+                """, arguments: [agent.id, agent.lastAddress, agent.softwareVersion, Self.seconds(agent.firstSeen), Self.seconds(agent.lastSeen)])
+        }
+    }
+
+    /// Every agent ever seen, by id.
+    public func agents() throws(CatalogError) -> [AgentRecord] {
+        try read("list agents") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM agents ORDER BY id").map { row in
+                AgentRecord(id: row["id"], lastAddress: row["lastAddress"], softwareVersion: row["softwareVersion"],
+                            firstSeen: Self.date(row["firstSeen"]), lastSeen: Self.date(row["lastSeen"]))
+            }
+        }
+    }
+
+    // MARK: Sessions
+
+    /// Inserts a new session. - Throws: `.conflict` when the id already exists.
+    public func insertSession(_ session: SessionRecord) throws(CatalogError) {
+        let labels = try Self.encodeLabels(session.labels)
+        try write("insert session \(session.id)") { db in
+            try db.execute(sql: """
+                INSERT INTO sessions (id, agentID, labels, status, createdAt, endedAt, error, directory)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [session.id, session.agentID, labels, session.status.rawValue, Self.seconds(session.createdAt),
+                                 session.endedAt.map(Self.seconds), session.error, session.directory])
+        }
+    }
+
+    public func session(id: String) throws(CatalogError) -> SessionRecord? {
+        try read("read session \(id)") { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [id]).map(Self.sessionRecord)
+        }
+    }
+
+    /// Sets a session's status, end time and error. - Throws: `.notFound` for an unknown id.
+    public func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?) throws(CatalogError) {
+        try write("update session \(id)") { db in
+            try db.execute(sql: "UPDATE sessions SET status = ?, endedAt = ?, error = ? WHERE id = ?",
+                           arguments: [status.rawValue, endedAt.map(Self.seconds), error, id])
+            guard db.changesCount > 0 else { throw CatalogError(.notFound, "no session \(id) to update") }
+        }
+    }
+
+    /// Sessions still marked `recording`, oldest first: after a crash these wait for their
+    /// agents to resume them or for recovery.
+    public func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
+        try read("list unfinished sessions") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE status = ? ORDER BY createdAt, id",
+                             arguments: [RecordingStatus.recording.rawValue]).map(Self.sessionRecord)
+        }
+    }
+
+    // MARK: Recordings
+
+    /// Inserts the recording or replaces every field of the row with the same id.
+    public func upsertRecording(_ recording: RecordingRecord) throws(CatalogError) {
+        try write("save recording \(recording.id)") { db in
+            try db.execute(sql: """
+                INSERT INTO recordings (id, sessionID, agentID, segmentIndex, path, status, sizeBytes, durationSeconds,
+                                        startSeconds, createdAt, finishedAt, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET
+                    sessionID = excluded.sessionID, agentID = excluded.agentID, segmentIndex = excluded.segmentIndex,
+                    path = excluded.path, status = excluded.status, sizeBytes = excluded.sizeBytes,
+                    durationSeconds = excluded.durationSeconds, startSeconds = excluded.startSeconds,
+                    createdAt = excluded.createdAt, finishedAt = excluded.finishedAt, error = excluded.error
+                """, arguments: [recording.id, recording.sessionID, recording.agentID, recording.segmentIndex, recording.path,
+                                 recording.status.rawValue, recording.sizeBytes, recording.durationSeconds, recording.startSeconds,
+                                 Self.seconds(recording.createdAt), recording.finishedAt.map(Self.seconds), recording.error])
+        }
+    }
+
+    public func recording(id: String) throws(CatalogError) -> RecordingRecord? {
+        try read("read recording \(id)") { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM recordings WHERE id = ?", arguments: [id]).map(Self.recordingRecord)
+        }
+    }
+
+    /// Recordings matching every non-nil filter field, newest first (then by session and
+    /// segment). `since` is inclusive and `until` exclusive, both on `createdAt`; a limit of
+    /// zero or less returns nothing.
+    public func recordings(_ filter: RecordingFilter) throws(CatalogError) -> [RecordingRecord] {
+        var conditions: [String] = []
+        var arguments = StatementArguments()
+        if let agentID = filter.agentID {
+            conditions.append("agentID = ?")
+            arguments += [agentID]
+        }
+        if let status = filter.status {
+            conditions.append("status = ?")
+            arguments += [status.rawValue]
+        }
+        if let since = filter.since {
+            conditions.append("createdAt >= ?")
+            arguments += [Self.seconds(since)]
+        }
+        if let until = filter.until {
+            conditions.append("createdAt < ?")
+            arguments += [Self.seconds(until)]
+        }
+        arguments += [max(0, filter.limit)]
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let sql = "SELECT * FROM recordings \(whereClause) ORDER BY createdAt DESC, sessionID, segmentIndex LIMIT ?"
+        return try read("list recordings") { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.recordingRecord)
+        }
+    }
+
+    /// A session's files in segment order.
+    public func recordings(sessionID: String) throws(CatalogError) -> [RecordingRecord] {
+        try read("list recordings of session \(sessionID)") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM recordings WHERE sessionID = ? ORDER BY segmentIndex",
+                             arguments: [sessionID]).map(Self.recordingRecord)
+        }
+    }
+
+    /// Removes the row; the caller deletes the file first. Deleting an id that is not there
+    /// is not an error, so a retried deletion succeeds.
+    public func deleteRecording(id: String) throws(CatalogError) {
+        try write("delete recording \(id)") { db in
+            try db.execute(sql: "DELETE FROM recordings WHERE id = ?", arguments: [id])
+        }
+    }
+
+    // MARK: Retention support
+
+    /// The sum of `sizeBytes` over every recording, live ones included: the disk they occupy.
+    public func totalRecordingBytes() throws(CatalogError) -> Int64 {
+        try read("sum recording sizes") { db in
+            try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(sizeBytes), 0) FROM recordings") ?? 0
+        }
+    }
+
+    /// Finished recordings (any status but `recording`), oldest first: by `createdAt`, then
+    /// session and segment, so a session's segments go in order. `offset` skips rows the
+    /// caller decided to keep, for paging through a pass that deletes as it goes.
+    public func oldestFinishedRecordings(limit: Int, offset: Int = 0) throws(CatalogError) -> [RecordingRecord] {
+        try read("list finished recordings") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM recordings WHERE status <> ?
+                ORDER BY createdAt, sessionID, segmentIndex LIMIT ? OFFSET ?
+                """, arguments: [RecordingStatus.recording.rawValue, max(0, limit), max(0, offset)]).map(Self.recordingRecord)
+        }
+    }
+
+    // MARK: Tracks
+
+    /// Inserts the track or replaces the row with the same session and track id.
+    public func upsertTrack(_ track: TrackRecord) throws(CatalogError) {
+        try write("save track \(track.trackID) of session \(track.sessionID)") { db in
+            try db.execute(sql: """
+                INSERT INTO tracks (sessionID, trackID, label, kind, codec, width, height, status, samples, bytes, dropped, error)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(sessionID, trackID) DO UPDATE SET
+                    label = excluded.label, kind = excluded.kind, codec = excluded.codec, width = excluded.width,
+                    height = excluded.height, status = excluded.status, samples = excluded.samples, bytes = excluded.bytes,
+                    dropped = excluded.dropped, error = excluded.error
+                """, arguments: [track.sessionID, track.trackID, track.label, track.kind, track.codec, track.width, track.height,
+                                 track.status.rawValue, track.samples, track.bytes, track.dropped, track.error])
+        }
+    }
+
+    /// A session's tracks by track id.
+    public func tracks(sessionID: String) throws(CatalogError) -> [TrackRecord] {
+        try read("list tracks of session \(sessionID)") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM tracks WHERE sessionID = ? ORDER BY trackID", arguments: [sessionID]).map { row in
+                let raw: String = row["status"]
+                guard let status = TrackStatus(rawValue: raw) else {
+                    throw CatalogError(.corruptRow, "track \(row["trackID"] as Int) of session \(sessionID) has unknown status \"\(raw)\"")
+                }
+                return TrackRecord(sessionID: row["sessionID"], trackID: row["trackID"], label: row["label"], kind: row["kind"],
+                                   codec: row["codec"], width: row["width"], height: row["height"], status: status,
+                                   samples: row["samples"], bytes: row["bytes"], dropped: row["dropped"], error: row["error"])
+            }
+        }
+    }
+
+    // MARK: Plumbing
+
+    private func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(CatalogError) -> T {
+        do { return try database.write(body) } catch { throw Self.wrap(error, operation) }
+    }
+
+    private func read<T>(_ operation: String, _ body: (Database) throws -> T) throws(CatalogError) -> T {
+        do { return try database.read(body) } catch { throw Self.wrap(error, operation) }
+    }
+
+    private static func wrap(_ error: any Error, _ operation: String) -> CatalogError {
+        if let error = error as? CatalogError { return error }
+        if let error = error as? DatabaseError {
+            if error.resultCode == .SQLITE_CONSTRAINT {
+                return CatalogError(.conflict, "cannot \(operation): a row with the same id already exists", underlying: error.description)
+            }
+            return CatalogError(.queryFailed, "cannot \(operation)", underlying: error.description)
+        }
+        return CatalogError(.queryFailed, "cannot \(operation)", underlying: "\(error)")
+    }
+
+    private static func seconds(_ date: Date) -> Double { date.timeIntervalSince1970 }
+    private static func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: seconds) }
+
+    private static func encodeLabels(_ labels: [String: String]) throws(CatalogError) -> String {
+        let encoder = JSONEncoder()
+        // Sorted keys: the same labels always store the same text.
+        encoder.outputFormatting = [.sortedKeys]
+        do { return String(decoding: try encoder.encode(labels), as: UTF8.self) } catch {
+            throw CatalogError(.queryFailed, "cannot encode labels as JSON", underlying: "\(error)")
+        }
+    }
+
+    private static func sessionRecord(_ row: Row) throws -> SessionRecord {
+        let id: String = row["id"]
+        let rawStatus: String = row["status"]
+        guard let status = RecordingStatus(rawValue: rawStatus) else {
+            throw CatalogError(.corruptRow, "session \(id) has unknown status \"\(rawStatus)\"")
+        }
+        let labelsText: String = row["labels"]
+        let labels: [String: String]
+        do { labels = try JSONDecoder().decode([String: String].self, from: Data(labelsText.utf8)) } catch {
+            throw CatalogError(.corruptRow, "session \(id) has labels that are not a JSON object of strings", underlying: "\(error)")
+        }
+        let endedAt: Double? = row["endedAt"]
+        return SessionRecord(id: id, agentID: row["agentID"], labels: labels, status: status, createdAt: date(row["createdAt"]),
+                             endedAt: endedAt.map(date), error: row["error"], directory: row["directory"])
+    }
+
+    private static func recordingRecord(_ row: Row) throws -> RecordingRecord {
+        let id: String = row["id"]
+        let rawStatus: String = row["status"]
+        guard let status = RecordingStatus(rawValue: rawStatus) else {
+            throw CatalogError(.corruptRow, "recording \(id) has unknown status \"\(rawStatus)\"")
+        }
+        let finishedAt: Double? = row["finishedAt"]
+        return RecordingRecord(id: id, sessionID: row["sessionID"], agentID: row["agentID"], segmentIndex: row["segmentIndex"],
+                               path: row["path"], status: status, sizeBytes: row["sizeBytes"], durationSeconds: row["durationSeconds"],
+                               startSeconds: row["startSeconds"], createdAt: date(row["createdAt"]), finishedAt: finishedAt.map(date),
+                               error: row["error"])
+    }
+}

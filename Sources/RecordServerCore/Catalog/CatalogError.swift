@@ -1,0 +1,37 @@
+/// A catalog operation that failed. GRDB/SQLite errors are wrapped so callers see one error
+/// type with a stable `code` and a message that names the operation; the SQLite text is kept
+/// in `underlying` for logs.
+public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, Equatable {
+        /// The database file could not be created, opened or given its permissions.
+        case openFailed
+        /// The schema could not be brought up to date.
+        case migrationFailed
+        /// The file was written by a newer record-server whose schema this build does not know.
+        case newerSchema
+        /// An insert collided with an existing row (for example a session id used twice).
+        case conflict
+        /// The row to update does not exist.
+        case notFound
+        /// A stored value cannot be decoded (an unknown status, malformed labels JSON).
+        case corruptRow
+        /// Any other SQLite failure (disk full, I/O error, busy beyond the timeout).
+        case queryFailed
+    }
+
+    public var code: Code
+    /// What was being done, in words an operator can act on.
+    public var message: String
+    /// The wrapped error's description, if any.
+    public var underlying: String?
+
+    public init(_ code: Code, _ message: String, underlying: String? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        "catalog \(code.rawValue): \(message)" + (underlying.map { " (\($0))" } ?? "")
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+
+/// What happened to a recording session (and to each of its files).
+public enum RecordingStatus: String, Codable, Sendable, CaseIterable {
+    /// Being written now (or, after a server crash, waiting for its agent to resume).
+    case recording
+    /// Closed by the agent and finalized.
+    case completed
+    /// The agent went away and did not resume within the reconnect window; finalized as is.
+    case interrupted
+    /// Found unfinished after a server crash, not resumed in time, finalized by recovery.
+    case recovered
+    /// Stopped by an error (for example a full disk); the file holds what was durable.
+    case failed
+    /// Discarded on request; no file remains.
+    case cancelled
+}
+
+/// What happened to one track of a session.
+public enum TrackStatus: String, Codable, Sendable {
+    case active, ended, failed
+}
+
+public struct AgentRecord: Codable, Sendable, Equatable {
+    public var id: String
+    public var lastAddress: String
+    public var softwareVersion: String
+    public var firstSeen: Date
+    public var lastSeen: Date
+    public init(id: String, lastAddress: String, softwareVersion: String, firstSeen: Date, lastSeen: Date) {
+        self.id = id
+        self.lastAddress = lastAddress
+        self.softwareVersion = softwareVersion
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+    }
+}
+
+public struct SessionRecord: Codable, Sendable, Equatable {
+    public var id: String
+    public var agentID: String
+    public var labels: [String: String]
+    public var status: RecordingStatus
+    public var createdAt: Date
+    public var endedAt: Date?
+    public var error: String?
+    /// The session's storage directory (derived from validated ids only).
+    public var directory: String
+    public init(id: String, agentID: String, labels: [String: String], status: RecordingStatus, createdAt: Date,
+                endedAt: Date? = nil, error: String? = nil, directory: String) {
+        self.id = id
+        self.agentID = agentID
+        self.labels = labels
+        self.status = status
+        self.createdAt = createdAt
+        self.endedAt = endedAt
+        self.error = error
+        self.directory = directory
+    }
+}
+
+/// One file of a session (a session has several when segmenting is on).
+public struct RecordingRecord: Codable, Sendable, Equatable {
+    /// `<sessionID>-<segmentIndex>`, unique.
+    public var id: String
+    public var sessionID: String
+    public var agentID: String
+    public var segmentIndex: Int
+    public var path: String
+    public var status: RecordingStatus
+    public var sizeBytes: Int64
+    public var durationSeconds: Double
+    /// Where the file starts on the session timeline, seconds.
+    public var startSeconds: Double
+    public var createdAt: Date
+    public var finishedAt: Date?
+    public var error: String?
+    public init(id: String, sessionID: String, agentID: String, segmentIndex: Int, path: String, status: RecordingStatus,
+                sizeBytes: Int64 = 0, durationSeconds: Double = 0, startSeconds: Double = 0, createdAt: Date,
+                finishedAt: Date? = nil, error: String? = nil) {
+        self.id = id
+        self.sessionID = sessionID
+        self.agentID = agentID
+        self.segmentIndex = segmentIndex
+        self.path = path
+        self.status = status
+        self.sizeBytes = sizeBytes
+        self.durationSeconds = durationSeconds
+        self.startSeconds = startSeconds
+        self.createdAt = createdAt
+        self.finishedAt = finishedAt
+        self.error = error
+    }
+}
+
+public struct TrackRecord: Codable, Sendable, Equatable {
+    public var sessionID: String
+    public var trackID: Int
+    public var label: String
+    /// "video" or "audio".
+    public var kind: String
+    /// "h264" or "opus".
+    public var codec: String
+    public var width: Int
+    public var height: Int
+    public var status: TrackStatus
+    public var samples: Int64
+    public var bytes: Int64
+    /// Samples the agent reported dropped before sending (never silent).
+    public var dropped: Int64
+    public var error: String?
+    public init(sessionID: String, trackID: Int, label: String, kind: String, codec: String, width: Int, height: Int,
+                status: TrackStatus = .active, samples: Int64 = 0, bytes: Int64 = 0, dropped: Int64 = 0, error: String? = nil) {
+        self.sessionID = sessionID
+        self.trackID = trackID
+        self.label = label
+        self.kind = kind
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.status = status
+        self.samples = samples
+        self.bytes = bytes
+        self.dropped = dropped
+        self.error = error
+    }
+}
+
+/// Filters for listing recordings; nil means "any".
+public struct RecordingFilter: Sendable, Equatable {
+    public var agentID: String?
+    public var status: RecordingStatus?
+    public var since: Date?
+    public var until: Date?
+    public var limit: Int
+    public init(agentID: String? = nil, status: RecordingStatus? = nil, since: Date? = nil, until: Date? = nil, limit: Int = 1000) {
+        self.agentID = agentID
+        self.status = status
+        self.since = since
+        self.until = until
+        self.limit = limit
+    }
+}
+
+/// What the ingest side needs from the catalog. Implemented by `Catalog` (SQLite via GRDB).
+/// Every call is synchronous and quick (small rows); callers are actors off the event loop.
+public protocol RecordingCatalog: Sendable {
+    func recordAgentSeen(_ agent: AgentRecord) throws
+    func agents() throws -> [AgentRecord]
+
+    func insertSession(_ session: SessionRecord) throws
+    func session(id: String) throws -> SessionRecord?
+    func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?) throws
+    /// Sessions still marked `recording` (unfinished after a crash).
+    func unfinishedSessions() throws -> [SessionRecord]
+
+    func upsertRecording(_ recording: RecordingRecord) throws
+    func recording(id: String) throws -> RecordingRecord?
+    func recordings(_ filter: RecordingFilter) throws -> [RecordingRecord]
+    func recordings(sessionID: String) throws -> [RecordingRecord]
+    /// Removes the row (the caller deletes the file first).
+    func deleteRecording(id: String) throws
+
+    func upsertTrack(_ track: TrackRecord) throws
+    func tracks(sessionID: String) throws -> [TrackRecord]
+}

@@ -1,0 +1,371 @@
+import Foundation
+import Logging
+
+/// Everything an operator can set for `record-server`. Every field has a default, so a
+/// configuration file lists only what differs; `deploy/record-server.example.json` shows all
+/// of them and `docs/configuration.md` explains each.
+///
+/// Typical use:
+/// ```
+/// var config = try ServerConfiguration.load(path: file)       // or ServerConfiguration()
+/// config = try config.merging(overrides: commandLineValues)   // command line wins
+/// try config.validate()                                       // names the field and the fix
+/// for warning in config.warnings { logger.warning("\(warning)") }
+/// ```
+///
+/// Decoding is strict: unknown keys are errors (a misspelt key would otherwise be silently
+/// ignored and its default used), and enumerated values must be spelt exactly.
+public struct ServerConfiguration: Codable, Sendable, Equatable {
+    /// A TCP listening address.
+    public struct Listener: Codable, Sendable, Equatable {
+        /// An IP address or host name to bind (IPv6 without brackets here).
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// The admin HTTP API (recordctl talks to it).
+    public struct Admin: Codable, Sendable, Equatable {
+        /// Whether the admin API listens at all.
+        public var enabled = true
+        /// Loopback by default: the admin API is for the operator on this host or a tunnel.
+        public var host = "127.0.0.1"
+        public var port = 7444
+        /// The bearer token clients must present. Prefer `tokenFile`, which keeps the secret
+        /// out of a file that is often world-readable and copied around.
+        public var token: String?
+        /// A file whose content (surrounding whitespace trimmed) is the token.
+        public var tokenFile: String?
+
+        public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 7444, token: String? = nil, tokenFile: String? = nil) {
+            self.enabled = enabled
+            self.host = host
+            self.port = port
+            self.token = token
+            self.tokenFile = tokenFile
+        }
+    }
+
+    /// TLS for agent connections (PEM files).
+    public struct TLS: Codable, Sendable, Equatable {
+        /// The CA that issued the agents' client certificates.
+        public var caCertificate = "/etc/record-server/tls/ca.pem"
+        /// The server's certificate chain.
+        public var certificate = "/etc/record-server/tls/server.pem"
+        /// The server's private key.
+        public var privateKey = "/etc/record-server/tls/server-key.pem"
+        /// A CRL of revoked agent certificates, if any.
+        public var revocationList: String?
+        /// Agents must present a certificate signed by `caCertificate`; its common name is the
+        /// agent id. When false, agents authenticate with bearer tokens instead.
+        public var requireClientCertificate = true
+
+        public init(caCertificate: String = "/etc/record-server/tls/ca.pem", certificate: String = "/etc/record-server/tls/server.pem",
+                    privateKey: String = "/etc/record-server/tls/server-key.pem", revocationList: String? = nil,
+                    requireClientCertificate: Bool = true) {
+            self.caCertificate = caCertificate
+            self.certificate = certificate
+            self.privateKey = privateKey
+            self.revocationList = revocationList
+            self.requireClientCertificate = requireClientCertificate
+        }
+    }
+
+    /// When recordings are flushed to the disk.
+    public enum FsyncMode: String, Codable, Sendable, Equatable, CaseIterable {
+        /// fsync after every fragment, before the agent is told the samples are safe.
+        case fragment
+        /// Leave flushing to the OS (tmpfs, benchmarks): a power cut can lose acknowledged data.
+        case none
+    }
+
+    /// Splitting a session into several files.
+    public struct Segment: Codable, Sendable, Equatable {
+        /// Start a new file after this much media time.
+        public var maxSeconds: Double?
+        /// Start a new file once the current one reaches this size.
+        public var maxBytes: Int?
+
+        public init(maxSeconds: Double? = nil, maxBytes: Int? = nil) {
+            self.maxSeconds = maxSeconds
+            self.maxBytes = maxBytes
+        }
+    }
+
+    /// Automatic deletion of finished recordings; off unless a limit is set.
+    public struct Retention: Codable, Sendable, Equatable {
+        public var maxAgeDays: Double?
+        public var maxTotalBytes: Int64?
+
+        public init(maxAgeDays: Double? = nil, maxTotalBytes: Int64? = nil) {
+            self.maxAgeDays = maxAgeDays
+            self.maxTotalBytes = maxTotalBytes
+        }
+    }
+
+    /// Where the configuration file is looked for when none is named.
+    public static let defaultPath = "/etc/record-server/record-server.json"
+
+    /// Where agents connect.
+    public var ingest = Listener(host: "0.0.0.0", port: 7443)
+    public var admin = Admin()
+    /// Recordings and the catalog live here.
+    public var dataDirectory = "/var/lib/record-server"
+    public var tls = TLS()
+    /// A JSON file mapping bearer token → agent id; used only when
+    /// `tls.requireClientCertificate` is false.
+    public var bearerTokens: String?
+    /// Development only: agents connect over plain TCP, no TLS at all.
+    public var insecurePlaintext = false
+    /// How long a session whose agent disconnected waits for it to resume.
+    public var resumeWindowSeconds = 60
+    public var fsync = FsyncMode.fragment
+    /// Longest fragment; at most this much media is lost in a crash.
+    public var fragmentSeconds: Double = 1
+    public var segment = Segment()
+    /// Concurrent recording sessions accepted.
+    public var maxSessions = 64
+    /// Bytes one session may have queued before ingest stops reading its connection
+    /// (backpressure to the agent instead of unbounded memory).
+    public var sessionQueueBytes = 64 << 20
+    /// A failing track (bad samples) fails its whole session instead of only itself.
+    public var failSessionOnTrackError = false
+    public var retention = Retention()
+    /// How long a shutdown waits for sessions to finish their files.
+    public var shutdownGraceSeconds: Double = 10
+    public var logLevel = Logger.Level.info
+
+    /// The defaults.
+    public init() {}
+
+    // MARK: Codable
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case ingest, admin, dataDirectory, tls, bearerTokens, insecurePlaintext, resumeWindowSeconds, fsync, fragmentSeconds,
+             segment, maxSessions, sessionQueueBytes, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = ServerConfiguration()
+        ingest = try c.decodeIfPresent(Listener.self, forKey: .ingest) ?? d.ingest
+        admin = try c.decodeIfPresent(Admin.self, forKey: .admin) ?? d.admin
+        dataDirectory = try c.decodeIfPresent(String.self, forKey: .dataDirectory) ?? d.dataDirectory
+        tls = try c.decodeIfPresent(TLS.self, forKey: .tls) ?? d.tls
+        bearerTokens = try c.decodeIfPresent(String.self, forKey: .bearerTokens)
+        insecurePlaintext = try c.decodeIfPresent(Bool.self, forKey: .insecurePlaintext) ?? d.insecurePlaintext
+        resumeWindowSeconds = try c.decodeIfPresent(Int.self, forKey: .resumeWindowSeconds) ?? d.resumeWindowSeconds
+        if let raw = try c.decodeIfPresent(String.self, forKey: .fsync) {
+            guard let mode = FsyncMode(rawValue: raw) else {
+                throw ConfigurationError(.invalidValue, field: StrictDecoding.path(decoder.codingPath, CodingKeys.fsync),
+                                         "\"\(raw)\" is not a fsync mode; use \"fragment\" (safe, the default) or \"none\" (tmpfs, benchmarks)")
+            }
+            fsync = mode
+        }
+        fragmentSeconds = try c.decodeIfPresent(Double.self, forKey: .fragmentSeconds) ?? d.fragmentSeconds
+        segment = try c.decodeIfPresent(Segment.self, forKey: .segment) ?? d.segment
+        maxSessions = try c.decodeIfPresent(Int.self, forKey: .maxSessions) ?? d.maxSessions
+        sessionQueueBytes = try c.decodeIfPresent(Int.self, forKey: .sessionQueueBytes) ?? d.sessionQueueBytes
+        failSessionOnTrackError = try c.decodeIfPresent(Bool.self, forKey: .failSessionOnTrackError) ?? d.failSessionOnTrackError
+        retention = try c.decodeIfPresent(Retention.self, forKey: .retention) ?? d.retention
+        shutdownGraceSeconds = try c.decodeIfPresent(Double.self, forKey: .shutdownGraceSeconds) ?? d.shutdownGraceSeconds
+        if let raw = try c.decodeIfPresent(String.self, forKey: .logLevel) {
+            logLevel = try Self.parseLogLevel(raw, field: StrictDecoding.path(decoder.codingPath, CodingKeys.logLevel))
+        }
+    }
+
+    /// Encodes every field, absent optionals as `null`, so the output documents all options.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(ingest, forKey: .ingest)
+        try c.encode(admin, forKey: .admin)
+        try c.encode(dataDirectory, forKey: .dataDirectory)
+        try c.encode(tls, forKey: .tls)
+        try c.encode(bearerTokens, forKey: .bearerTokens)
+        try c.encode(insecurePlaintext, forKey: .insecurePlaintext)
+        try c.encode(resumeWindowSeconds, forKey: .resumeWindowSeconds)
+        try c.encode(fsync.rawValue, forKey: .fsync)
+        try c.encode(fragmentSeconds, forKey: .fragmentSeconds)
+        try c.encode(segment, forKey: .segment)
+        try c.encode(maxSessions, forKey: .maxSessions)
+        try c.encode(sessionQueueBytes, forKey: .sessionQueueBytes)
+        try c.encode(failSessionOnTrackError, forKey: .failSessionOnTrackError)
+        try c.encode(retention, forKey: .retention)
+        try c.encode(shutdownGraceSeconds, forKey: .shutdownGraceSeconds)
+        try c.encode(logLevel.rawValue, forKey: .logLevel)
+    }
+
+    static func parseLogLevel(_ raw: String, field: String) throws(ConfigurationError) -> Logger.Level {
+        guard let level = Logger.Level(rawValue: raw) else {
+            throw ConfigurationError(.invalidValue, field: field, "\"\(raw)\" is not a log level; use one of " +
+                                     Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return level
+    }
+}
+
+extension ServerConfiguration.Listener {
+    enum CodingKeys: String, CodingKey, CaseIterable { case host, port }
+
+    public init(from decoder: any Decoder) throws {
+        try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        // A listener given only a host or a port keeps the default of the other.
+        let d = ServerConfiguration().ingest
+        host = try c.decodeIfPresent(String.self, forKey: .host) ?? d.host
+        port = try c.decodeIfPresent(Int.self, forKey: .port) ?? d.port
+    }
+}
+
+extension ServerConfiguration.Admin {
+    enum CodingKeys: String, CodingKey, CaseIterable { case enabled, host, port, token, tokenFile }
+
+    public init(from decoder: any Decoder) throws {
+        try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = Self()
+        enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? d.enabled
+        host = try c.decodeIfPresent(String.self, forKey: .host) ?? d.host
+        port = try c.decodeIfPresent(Int.self, forKey: .port) ?? d.port
+        token = try c.decodeIfPresent(String.self, forKey: .token)
+        tokenFile = try c.decodeIfPresent(String.self, forKey: .tokenFile)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(enabled, forKey: .enabled)
+        try c.encode(host, forKey: .host)
+        try c.encode(port, forKey: .port)
+        try c.encode(token, forKey: .token)
+        try c.encode(tokenFile, forKey: .tokenFile)
+    }
+}
+
+extension ServerConfiguration.TLS {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case caCertificate, certificate, privateKey, revocationList, requireClientCertificate
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = Self()
+        caCertificate = try c.decodeIfPresent(String.self, forKey: .caCertificate) ?? d.caCertificate
+        certificate = try c.decodeIfPresent(String.self, forKey: .certificate) ?? d.certificate
+        privateKey = try c.decodeIfPresent(String.self, forKey: .privateKey) ?? d.privateKey
+        revocationList = try c.decodeIfPresent(String.self, forKey: .revocationList)
+        requireClientCertificate = try c.decodeIfPresent(Bool.self, forKey: .requireClientCertificate) ?? d.requireClientCertificate
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(caCertificate, forKey: .caCertificate)
+        try c.encode(certificate, forKey: .certificate)
+        try c.encode(privateKey, forKey: .privateKey)
+        try c.encode(revocationList, forKey: .revocationList)
+        try c.encode(requireClientCertificate, forKey: .requireClientCertificate)
+    }
+}
+
+extension ServerConfiguration.Segment {
+    enum CodingKeys: String, CodingKey, CaseIterable { case maxSeconds, maxBytes }
+
+    public init(from decoder: any Decoder) throws {
+        try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        maxSeconds = try c.decodeIfPresent(Double.self, forKey: .maxSeconds)
+        maxBytes = try c.decodeIfPresent(Int.self, forKey: .maxBytes)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(maxSeconds, forKey: .maxSeconds)
+        try c.encode(maxBytes, forKey: .maxBytes)
+    }
+}
+
+extension ServerConfiguration.Retention {
+    enum CodingKeys: String, CodingKey, CaseIterable { case maxAgeDays, maxTotalBytes }
+
+    public init(from decoder: any Decoder) throws {
+        try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        maxAgeDays = try c.decodeIfPresent(Double.self, forKey: .maxAgeDays)
+        maxTotalBytes = try c.decodeIfPresent(Int64.self, forKey: .maxTotalBytes)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(maxAgeDays, forKey: .maxAgeDays)
+        try c.encode(maxTotalBytes, forKey: .maxTotalBytes)
+    }
+}
+
+/// Helpers for decoding that refuses what it does not understand.
+enum StrictDecoding {
+    /// Any key, so the keys actually present can be listed.
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int?
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) {
+            self.stringValue = String(intValue)
+            self.intValue = intValue
+        }
+    }
+
+    /// Throws `.unknownKey` naming every key of the object being decoded that `known` lacks,
+    /// with a "did you mean" for near misses.
+    static func rejectUnknownKeys<Key: CodingKey & CaseIterable>(_ decoder: any Decoder, known: Key.Type) throws {
+        let present = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+        let knownNames = Key.allCases.map(\.stringValue)
+        let unknown = present.filter { !knownNames.contains($0) }.sorted()
+        guard !unknown.isEmpty else { return }
+        let fields = unknown.map { path(decoder.codingPath, AnyKey(stringValue: $0)) }
+        let described = unknown.map { name in
+            suggestion(for: name, among: knownNames).map { "\"\(name)\" (did you mean \"\($0)\"?)" } ?? "\"\(name)\""
+        }
+        let place = decoder.codingPath.isEmpty ? "at the top level" : "in \"\(path(decoder.codingPath))\""
+        throw ConfigurationError(.unknownKey, field: fields.joined(separator: ", "),
+                                 "unknown key\(unknown.count == 1 ? "" : "s") \(described.joined(separator: ", ")) \(place); " +
+                                 "remove or correct \(unknown.count == 1 ? "it" : "them"). Known keys: \(knownNames.joined(separator: ", "))")
+    }
+
+    /// `ingest.port`-style path of a coding path (plus an optional last key).
+    static func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+        (codingPath + (last.map { [$0] } ?? [])).map { key in key.intValue.map { "[\($0)]" } ?? key.stringValue }
+            .joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+    }
+
+    /// The known key closest to a misspelt one: same text ignoring case, an abbreviation or
+    /// extension of it (`dataDir`), or at most two edits away.
+    static func suggestion(for name: String, among known: [String]) -> String? {
+        let lower = name.lowercased()
+        if let match = known.first(where: { $0.lowercased() == lower }) { return match }
+        if lower.count >= 3, let match = known.first(where: { $0.lowercased().hasPrefix(lower) || lower.hasPrefix($0.lowercased()) }) {
+            return match
+        }
+        let scored = known.map { ($0, editDistance(name.lowercased(), $0.lowercased())) }.filter { $0.1 <= 2 }
+        return scored.min { $0.1 < $1.1 }?.0
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0 ... b.count)
+        for i in 1 ... a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1 ... b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import Shared
+
+/// Serves one agent connection: handshake, then the session's messages in order. Protocol
+/// rules live in the sans-I/O `SessionValidator`; this loop only carries out what it allows.
+/// Because the loop awaits each sample's append before reading the next, a session that
+/// cannot keep up stops its connection being read (NIOAsyncChannel backpressure) — memory
+/// stays bounded and other sessions are unaffected.
+struct AgentConnection {
+    let channel: NIOAsyncChannel<Message, Message>
+    let registry: SessionRegistry
+    let authenticator: AgentAuthenticator
+    let metrics: any IngestMetrics
+    let limits: ProtocolLimits
+    let serverID: Identifier
+    let idleTimeout: Duration
+    let logger: Logger
+
+    private enum Outcome: Error { case closeConnection }
+
+    func run() async {
+        metrics.connectionOpened()
+        defer { metrics.connectionClosed() }
+        let connection = await registry.newConnectionID()
+        let address = channel.channel.remoteAddress.map { "\($0)" } ?? "unknown"
+        var logger = logger
+        logger[metadataKey: "peer"] = "\(address)"
+        var state = ConnectionState()
+        do {
+            try await channel.executeThenClose { inbound, outbound in
+                do {
+                    for try await message in inbound {
+                        do {
+                            try await handle(message, state: &state, connection: connection, address: address, outbound: outbound, logger: &logger)
+                        } catch let error as ProtocolError {
+                            try await report(error, state: &state, outbound: outbound, logger: logger)
+                        }
+                    }
+                } catch let error as ProtocolError {
+                    // Malformed input found by the parser, or an idle timeout: connection-fatal.
+                    try? await report(error, state: &state, outbound: outbound, logger: logger)
+                } catch Outcome.closeConnection {
+                    // Already reported.
+                } catch let error as NIOSSLError {
+                    metrics.connectionRefused(reason: "tls")
+                    logger.notice("TLS failure", metadata: ["error": "\(error)"])
+                }
+            }
+        } catch {
+            logger.debug("connection ended", metadata: ["error": "\(error)"])
+        }
+        if let session = state.session { await session.detach(connection: connection, now: .now) }
+        if let agent = state.agentID { await registry.agentDisconnected(agent, connection: connection) }
+    }
+
+    struct ConnectionState {
+        var validator = SessionValidator()
+        var agentID: String?
+        var session: RecordingSession?
+    }
+
+    private func handle(_ message: Message, state: inout ConnectionState, connection: UInt64, address: String,
+                        outbound: NIOAsyncChannelOutboundWriter<Message>, logger: inout Logger) async throws {
+        let action = try state.validator.validate(message)
+        switch message {
+        case .hello(let hello):
+            let agent = try authenticator.authenticate(hello, peerCertificate: await peerCertificate())
+            guard !(await registry.isShuttingDown) else { throw ProtocolError(.shuttingDown, "the server is shutting down") }
+            state.agentID = agent
+            logger[metadataKey: "agent"] = "\(agent)"
+            try await outbound.write(.helloReply(HelloReply(
+                version: state.validator.negotiatedVersion ?? ProtocolVersion.current,
+                capabilities: hello.capabilities.intersection(.all), serverID: serverID,
+                softwareVersion: "record-server \(ServerVersion.current)", limits: limits.announced,
+                heartbeatIntervalMillis: 5_000, idleTimeoutMillis: UInt32(idleTimeout.components.seconds * 1000),
+                resumeWindowMillis: UInt32(min(await registry.resumeWindow.components.seconds * 1000, Int64(UInt32.max))))))
+            let writer = outbound
+            await registry.agentConnected(.init(
+                connection: connection,
+                info: ConnectedAgentInfo(id: agent, address: address, softwareVersion: hello.softwareVersion, connectedAt: Date(), lastSeen: Date()),
+                send: { message in try? await writer.write(message) }))
+            logger.info("agent connected", metadata: ["version": "\(hello.softwareVersion)"])
+
+        case .sessionOpen(let open):
+            do {
+                state.session = try await registry.openSession(open, agentID: state.agentID ?? "", connection: connection)
+            } catch {
+                state.validator.sessionEnded()
+                throw error
+            }
+            await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: open.sessionID.value)
+            try await outbound.write(.sessionAccepted(SessionAccepted(sessionID: open.sessionID, acknowledged: 0)))
+
+        case .sessionResume(let resume):
+            guard case .resumeRequested = action else { return }
+            do {
+                let (session, point) = try await registry.resumeSession(resume.sessionID, agentID: state.agentID ?? "", connection: connection)
+                state.validator.resumeAccepted(point)
+                state.session = session
+                await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: resume.sessionID.value)
+                try await outbound.write(.sessionAccepted(SessionAccepted(sessionID: resume.sessionID, acknowledged: point.acknowledged)))
+            } catch {
+                state.validator.resumeRejected()
+                throw error
+            }
+
+        case .sample(let sample):
+            guard action == .accept, let session = state.session else { return }
+            if let ack = try await session.append(sample) { try await sendAck(ack, session: session, outbound: outbound) }
+
+        case .trackEnd(let end):
+            guard action == .accept, let session = state.session else { return }
+            if let ack = try await session.endTrack(end) { try await sendAck(ack, session: session, outbound: outbound) }
+
+        case .dropReport(let report):
+            await state.session?.recordDrops(report)
+
+        case .sessionClose(let close):
+            guard let session = state.session else { return }
+            state.session = nil
+            let durable = try await session.close()
+            await registry.sessionEnded(session.id)
+            try await sendAck(durable, session: session, outbound: outbound)
+            try await outbound.write(.sessionClosed(SessionClosed(sessionID: close.sessionID, outcome: .finalized, durableSequence: durable)))
+
+        case .sessionCancel(let cancel):
+            guard let session = state.session else { return }
+            state.session = nil
+            await session.cancel(reason: cancel.reason)
+            await registry.sessionEnded(session.id)
+            try await outbound.write(.sessionClosed(SessionClosed(sessionID: cancel.sessionID, outcome: .cancelled, durableSequence: 0)))
+
+        case .heartbeat(let heartbeat):
+            let received = Self.monotonicNanos()
+            try await outbound.write(.heartbeatReply(HeartbeatReply(answering: heartbeat, receiveTime: received, transmitTime: Self.monotonicNanos())))
+            await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: state.session?.id.value)
+
+        case .error(let report):
+            logger.warning("agent reported an error", metadata: ["code": "\(report.code)", "scope": "\(report.scope)", "message": "\(report.message)"])
+            if report.scope == .connection { throw Outcome.closeConnection }
+
+        default:
+            break
+        }
+    }
+
+    private func sendAck(_ sequence: UInt64, session: RecordingSession, outbound: NIOAsyncChannelOutboundWriter<Message>) async throws {
+        try await outbound.write(.ack(Ack(sessionID: session.id, sequence: sequence)))
+        metrics.ackSent()
+    }
+
+    /// Sends the error to the agent. Session scope ends the session and keeps the connection;
+    /// connection scope closes it.
+    private func report(_ error: ProtocolError, state: inout ConnectionState, outbound: NIOAsyncChannelOutboundWriter<Message>, logger: Logger) async throws {
+        metrics.error(code: error.code)
+        logger.log(level: error.code == .authenticationFailed ? .notice : .warning, "protocol error", metadata: [
+            "code": "\(error.code)", "scope": "\(error.scope)", "message": "\(error.message)"])
+        if error.code == .authenticationFailed { metrics.connectionRefused(reason: "authentication") }
+        try? await outbound.write(.error(ErrorReport(error, maxBytes: limits.maxStringBytes)))
+        if error.scope == .connection { throw Outcome.closeConnection }
+        if let session = state.session, await session.isFinished {
+            await registry.sessionEnded(session.id)
+            state.session = nil
+        }
+        if state.session == nil { state.validator.sessionEnded() }
+    }
+
+    private func peerCertificate() async -> NIOSSLCertificate? {
+        let channel = self.channel.channel
+        return try? await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self).peerCertificate
+        }.get()
+    }
+
+    static func monotonicNanos() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}

@@ -1,0 +1,285 @@
+import Metrics
+import Prometheus
+import Shared
+
+/// The server's metrics: one Prometheus registry, the swift-metrics factory that feeds it,
+/// and typed handles for everything ingest, sessions and storage report.
+///
+/// ## Why the global `MetricsSystem` is not bootstrapped here
+/// `MetricsSystem.bootstrap` may run once per process, and the test suite starts many servers
+/// in one process, each of which must see only its own figures. So every handle here is made
+/// against this instance's own ``factory`` (swift-metrics accepts an explicit factory), and
+/// nothing global is touched. The `record-server` executable *may* additionally call
+/// `MetricsSystem.bootstrap(metrics.factory)` once in `main` so that third-party libraries that
+/// report through the global system land in the same `/metrics` page; that is the lead's call,
+/// not this type's.
+///
+/// ## Why the handlers come from the registry
+/// Each handle is a swift-metrics type (`Metrics.Counter`, `Metrics.Meter`, `Metrics.Timer`), so
+/// callers never import Prometheus. The handler behind it is made by the registry directly
+/// (rather than through `factory.makeCounter`) only so that each family carries a `# HELP` line.
+///
+/// Every method is thread-safe: the handlers lock internally.
+public final class ServerMetrics: IngestMetrics, Sendable {
+    /// Where every metric of this instance lives; ``exposition()`` renders it.
+    public let registry: PrometheusCollectorRegistry
+    /// A swift-metrics factory writing into ``registry``, for code that wants to make its own
+    /// metrics (or for `MetricsSystem.bootstrap` in `main`, see above).
+    public let factory: PrometheusMetricsFactory
+
+    // MARK: Connections
+
+    /// `recordserver_connections_open`: agent connections currently open (TCP accepted, not yet closed).
+    public let connectionsOpen: Metrics.Meter
+    /// `recordserver_connections_accepted_total`: agent connections accepted at the TCP level.
+    public let connectionsAccepted: Metrics.Counter
+
+    // MARK: Sessions
+
+    /// `recordserver_sessions_live`: sessions currently open (recording, detached or finalizing).
+    public let sessionsLive: Metrics.Meter
+    /// `recordserver_sessions_started_total`.
+    public let sessionsStarted: Metrics.Counter
+
+    // MARK: Media
+
+    /// `recordserver_fragments_written_total`: media fragments appended to recording files.
+    public let fragmentsWritten: Metrics.Counter
+    /// `recordserver_fragment_bytes_written_total`: bytes of those fragments (boxes included).
+    public let fragmentBytesWritten: Metrics.Counter
+    /// `recordserver_acks_sent_total`: acknowledgements sent to agents.
+    public let acksSent: Metrics.Counter
+    /// `recordserver_duplicate_samples_ignored_total`: samples received again after a resume and dropped.
+    public let duplicateSamplesIgnored: Metrics.Counter
+
+    // MARK: Storage
+
+    /// `recordserver_fragment_write_seconds`: time to append one fragment to its file (histogram).
+    public let fragmentWriteLatency: Metrics.Timer
+    /// `recordserver_fsync_seconds`: time of one `fsync` of a recording file (histogram).
+    public let fsyncLatency: Metrics.Timer
+    /// `recordserver_queue_bytes`: media bytes received but not yet durable, over all sessions.
+    public let queueBytes: Metrics.Meter
+
+    // Labelled families. The label values that can occur are known up front (kinds, outcomes,
+    // protocol codes), so their handles are made once here and looked up without locking.
+    private let ingestedBytesByKind: [String: Metrics.Counter]
+    private let ingestedSamplesByKind: [String: Metrics.Counter]
+    private let sessionsEndedByOutcome: [RecordingStatus: Metrics.Counter]
+    private let errorsByCode: [UInt16: Metrics.Counter]
+    /// Codes a peer invents are folded into one series so a hostile agent cannot grow the page.
+    private let errorsUnknownCode: Metrics.Counter
+
+    /// Media kinds with their own series; anything else is counted as `other`.
+    static let mediaKinds = ["video", "audio", "other"]
+
+    /// Metric names, in one place so the docs, the tests and the code agree.
+    public enum Name {
+        public static let connectionsOpen = "recordserver_connections_open"
+        public static let connectionsAccepted = "recordserver_connections_accepted_total"
+        public static let connectionsRefused = "recordserver_connections_refused_total"
+        public static let sessionsLive = "recordserver_sessions_live"
+        public static let sessionsStarted = "recordserver_sessions_started_total"
+        public static let sessionsEnded = "recordserver_sessions_ended_total"
+        public static let ingestedBytes = "recordserver_ingested_bytes_total"
+        public static let ingestedSamples = "recordserver_ingested_samples_total"
+        public static let fragmentsWritten = "recordserver_fragments_written_total"
+        public static let fragmentBytesWritten = "recordserver_fragment_bytes_written_total"
+        public static let acksSent = "recordserver_acks_sent_total"
+        public static let protocolErrors = "recordserver_protocol_errors_total"
+        public static let duplicateSamplesIgnored = "recordserver_duplicate_samples_ignored_total"
+        public static let fragmentWriteSeconds = "recordserver_fragment_write_seconds"
+        public static let fsyncSeconds = "recordserver_fsync_seconds"
+        public static let queueBytes = "recordserver_queue_bytes"
+    }
+
+    /// Buckets for the storage latency histograms: a page-cache write takes well under a
+    /// millisecond, an `fsync` on a busy disk can take seconds, so the range is wide.
+    public static let latencyBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500),
+        .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+    ]
+
+    /// Creates a fresh registry with every metric at zero (labelled series included, so a
+    /// scrape shows them before the first event).
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = Self.latencyBuckets
+        self.registry = registry
+        self.factory = factory
+
+        func counter(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Metrics.Counter {
+            let handler = registry.makeCounter(descriptor: Self.descriptor(name, help), labels: labels)
+            return Metrics.Counter(label: name, dimensions: labels, handler: handler, factory: factory)
+        }
+        func gauge(_ name: String, _ help: String) -> Metrics.Meter {
+            let handler = registry.makeGauge(descriptor: Self.descriptor(name, help))
+            return Metrics.Meter(label: name, dimensions: [], handler: handler, factory: factory)
+        }
+        func timer(_ name: String, _ help: String) -> Metrics.Timer {
+            let handler = registry.makeDurationHistogram(
+                descriptor: Self.descriptor(name, help), buckets: Self.latencyBuckets)
+            return Metrics.Timer(label: name, dimensions: [], handler: handler, factory: factory)
+        }
+
+        connectionsOpen = gauge(Name.connectionsOpen, "Agent connections currently open.")
+        connectionsAccepted = counter(Name.connectionsAccepted, "Agent connections accepted at the TCP level.")
+        sessionsLive = gauge(Name.sessionsLive, "Recording sessions currently open.")
+        sessionsStarted = counter(Name.sessionsStarted, "Recording sessions started.")
+        fragmentsWritten = counter(Name.fragmentsWritten, "Media fragments appended to recording files.")
+        fragmentBytesWritten = counter(Name.fragmentBytesWritten, "Bytes of media fragments appended to recording files.")
+        acksSent = counter(Name.acksSent, "Acknowledgements sent to agents.")
+        duplicateSamplesIgnored = counter(Name.duplicateSamplesIgnored,
+                                          "Samples received again after a resume and ignored.")
+        fragmentWriteLatency = timer(Name.fragmentWriteSeconds, "Time to append one fragment to its file.")
+        fsyncLatency = timer(Name.fsyncSeconds, "Time of one fsync of a recording file.")
+        queueBytes = gauge(Name.queueBytes, "Media bytes received but not yet durable.")
+
+        var bytes: [String: Metrics.Counter] = [:]
+        var samples: [String: Metrics.Counter] = [:]
+        for kind in Self.mediaKinds {
+            bytes[kind] = counter(Name.ingestedBytes, "Media payload bytes received, by track kind.", [("kind", kind)])
+            samples[kind] = counter(Name.ingestedSamples, "Media samples received, by track kind.", [("kind", kind)])
+        }
+        ingestedBytesByKind = bytes
+        ingestedSamplesByKind = samples
+
+        var ended: [RecordingStatus: Metrics.Counter] = [:]
+        for outcome in RecordingStatus.allCases {
+            ended[outcome] = counter(Name.sessionsEnded, "Recording sessions ended, by outcome.",
+                                     [("outcome", outcome.rawValue)])
+        }
+        sessionsEndedByOutcome = ended
+
+        let errorsHelp = "Protocol errors sent or received, by error code."
+        var errors: [UInt16: Metrics.Counter] = [:]
+        for code in ProtocolError.Code.allDefined {
+            errors[code.rawValue] = counter(Name.protocolErrors, errorsHelp, [("code", Self.codeLabel(code))])
+        }
+        errorsByCode = errors
+        errorsUnknownCode = counter(Name.protocolErrors, errorsHelp, [("code", "unknown")])
+
+        // Refusal reasons are strings chosen by the ingest code; the common ones are made now so
+        // they show as 0, others appear on first use (see `connectionRefused`).
+        for reason in ["tls", "authentication", "capacity", "shutting_down"] {
+            _ = counter(Name.connectionsRefused, "Agent connections refused, by reason.", [("reason", reason)])
+        }
+    }
+
+    /// The Prometheus text exposition (format 0.0.4) of every metric, for `GET /metrics`.
+    public func exposition() -> String {
+        registry.emitToString()
+    }
+
+    // MARK: Typed conveniences
+
+    /// Counts media received on a track of the given kind (`video`/`audio`, anything else is `other`).
+    public func ingested(kind: String, samples: Int = 1, bytes: Int) {
+        let key = ingestedBytesByKind[kind] == nil ? "other" : kind
+        ingestedSamplesByKind[key]?.increment(by: samples)
+        ingestedBytesByKind[key]?.increment(by: bytes)
+    }
+
+    /// Records how long appending one fragment took.
+    public func recordFragmentWrite(_ duration: Duration) {
+        fragmentWriteLatency.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// Records how long one `fsync` took.
+    public func recordFsync(_ duration: Duration) {
+        fsyncLatency.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// Sets the number of bytes waiting to become durable.
+    public func setQueueBytes(_ bytes: Int) {
+        queueBytes.set(bytes)
+    }
+
+    // MARK: IngestMetrics
+
+    public func connectionOpened() {
+        connectionsAccepted.increment()
+        connectionsOpen.increment()
+    }
+
+    public func connectionClosed() {
+        connectionsOpen.decrement()
+    }
+
+    /// Reasons are normalised to `[a-z0-9_]`, at most 32 characters, so a stray message
+    /// cannot become a label value; the registry returns the existing series for a known reason.
+    public func connectionRefused(reason: String) {
+        let label = Self.sanitizedLabel(reason)
+        let handler = registry.makeCounter(
+            descriptor: Self.descriptor(Name.connectionsRefused, "Agent connections refused, by reason."),
+            labels: [("reason", label)])
+        handler.increment(by: Int64(1))
+    }
+
+    public func sessionStarted() {
+        sessionsStarted.increment()
+        sessionsLive.increment()
+    }
+
+    public func sessionEnded(outcome: RecordingStatus) {
+        sessionsEndedByOutcome[outcome]?.increment()
+        sessionsLive.decrement()
+    }
+
+    public func sampleIngested(kind: String, bytes: Int) {
+        ingested(kind: kind, samples: 1, bytes: bytes)
+    }
+
+    public func fragmentWritten(bytes: Int, write: Duration, sync: Duration) {
+        fragmentsWritten.increment()
+        fragmentBytesWritten.increment(by: bytes)
+        recordFragmentWrite(write)
+        if sync > .zero { recordFsync(sync) }
+    }
+
+    public func ackSent() {
+        acksSent.increment()
+    }
+
+    public func duplicateIgnored() {
+        duplicateSamplesIgnored.increment()
+    }
+
+    public func error(code: ProtocolError.Code) {
+        (errorsByCode[code.rawValue] ?? errorsUnknownCode).increment()
+    }
+
+    // MARK: Helpers
+
+    /// The full name is given as is (it already ends in its unit), so no separate unit part.
+    static func descriptor(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
+
+    /// The label value of a protocol code: its name as protocol.md spells it (`storageFailure`).
+    static func codeLabel(_ code: ProtocolError.Code) -> String {
+        // `description` is "name(0xNNNN)"; the name alone is stable and readable.
+        let description = code.description
+        return description.firstIndex(of: "(").map { String(description[..<$0]) } ?? description
+    }
+
+    static func sanitizedLabel(_ raw: String) -> String {
+        var out = ""
+        for scalar in raw.lowercased().unicodeScalars.prefix(32) {
+            switch scalar {
+            case "a"..."z", "0"..."9", "_": out.unicodeScalars.append(scalar)
+            default: out.append("_")
+            }
+        }
+        return out.isEmpty ? "unspecified" : out
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (ns, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : ns.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import RecordingTLS
+import ServiceLifecycle
+import UnixSignals
+import Shared
+
+/// The whole server, composed from its configuration: storage, catalog, TLS ingest, session
+/// registry, admin API and housekeeping, run as services that shut down gracefully together.
+public final class RecordServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let registry: SessionRegistry
+    public let catalog: Catalog
+    public let metrics: ServerMetrics
+    private let storage: StorageLayout
+    private let ingest: IngestServer
+    private let admin: AdminServer?
+    private let logger: Logger
+    private let ports = PortRecord()
+
+    public init(configuration: ServerConfiguration, logger: Logger) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        self.logger = logger
+        storage = try StorageLayout(dataDirectory: configuration.dataDirectory)
+        try storage.prepare()
+        catalog = try Catalog(path: storage.catalogPath)
+        metrics = ServerMetrics()
+
+        var tls: TLSConfiguration?
+        if configuration.insecurePlaintext {
+            logger.critical("INSECURE: TLS is OFF (insecurePlaintext). Agents are not authenticated and media crosses the network in clear text. Development only.")
+        } else {
+            tls = try TLSConfigurations.server(certificatePEMPath: configuration.tls.certificate, privateKeyPEMPath: configuration.tls.privateKey,
+                                               caPEMPath: configuration.tls.caCertificate,
+                                               requireClientCertificate: configuration.tls.requireClientCertificate)
+        }
+        var revoked: Set<String> = []
+        if let path = configuration.tls.revocationList {
+            revoked = Set(try RevocationList.load(path: path).entries.map { $0.serial.lowercased() })
+        }
+        var tokens: [String: String] = [:]
+        if let path = configuration.bearerTokens {
+            tokens = try JSONDecoder().decode([String: String].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        }
+        let authenticator = AgentAuthenticator(requireClientCertificate: configuration.tls.requireClientCertificate,
+                                               bearerTokens: tokens, revokedSerials: revoked, insecurePlaintext: configuration.insecurePlaintext)
+        ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator)
+
+        var settings = SessionSettings()
+        settings.fragmentDuration = Int64(configuration.fragmentSeconds * 1e9)
+        settings.durability = configuration.fsync == .none ? .none : .fsyncEveryFragment
+        settings.maxSegmentDuration = configuration.segment.maxSeconds.map { Int64($0 * 1e9) }
+        settings.maxSegmentBytes = configuration.segment.maxBytes
+        settings.maxQueuedBytesPerTrack = configuration.sessionQueueBytes
+        settings.failSessionOnTrackError = configuration.failSessionOnTrackError
+        settings.resumeWindow = .seconds(configuration.resumeWindowSeconds)
+        let storage = self.storage
+        registry = SessionRegistry(catalog: catalog, settings: settings, maxSessions: configuration.maxSessions, metrics: metrics,
+                                   logger: logger, dataDirectory: configuration.dataDirectory) { agentID, sessionID, date in
+            try storage.locate(agentID: agentID, sessionID: sessionID, date: date)
+        }
+        if configuration.admin.enabled {
+            admin = AdminServer(host: configuration.admin.host, port: configuration.admin.port,
+                                token: try configuration.resolvedAdminToken(), backend: registry, metrics: metrics, logger: logger)
+        } else {
+            admin = nil
+        }
+    }
+
+    /// Runs until SIGTERM/SIGINT, then stops accepting, tells agents, finalizes every session
+    /// and exits within `shutdownGraceSeconds`.
+    public func run() async throws {
+        let group = ServiceGroup(configuration: serviceGroupConfiguration(signals: [.sigterm, .sigint]))
+        try await group.run()
+    }
+
+    /// Starts in the background (for tests and embedding); `stop()` shuts down gracefully.
+    public func start() async throws -> RunningServer {
+        let group = ServiceGroup(configuration: serviceGroupConfiguration(signals: []))
+        let task = Task { try await group.run() }
+        let ingestPort = try await ports.waitForIngest()
+        let adminPort = admin == nil ? nil : try await admin!.waitUntilRunning()
+        return RunningServer(ingestPort: ingestPort, adminPort: adminPort, group: group, task: task)
+    }
+
+    public struct RunningServer: Sendable {
+        public let ingestPort: Int
+        public let adminPort: Int?
+        let group: ServiceGroup
+        let task: Task<Void, any Error>
+
+        public func stop() async {
+            await group.triggerGracefulShutdown()
+            _ = try? await task.value
+        }
+    }
+
+    private func serviceGroupConfiguration(signals: [UnixSignal]) -> ServiceGroupConfiguration {
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: IngestService(ingest: ingest, registry: registry, metrics: metrics, logger: logger, ports: ports)),
+        ]
+        if let admin { services.append(.init(service: admin.makeApplication())) }
+        // Graceful shutdown runs in reverse order: housekeeping first finalizes every session
+        // while the listeners still run, then the admin API and the ingest listener close.
+        services.append(.init(service: Housekeeping(registry: registry, catalog: catalog, storage: storage,
+                                                    retention: RetentionPolicy(maxAge: configuration.retention.maxAgeDays.map { $0 * 86400 },
+                                                                               maxTotalBytes: configuration.retention.maxTotalBytes),
+                                                    logger: logger)))
+        var config = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: signals, cancellationSignals: [], logger: logger)
+        config.maximumGracefulShutdownDuration = .milliseconds(Int64(configuration.shutdownGraceSeconds * 1000))
+        return config
+    }
+}
+
+/// Remembers the ingest port once bound (port 0 picks a free one).
+final class PortRecord: Sendable {
+    private let stream: AsyncStream<Int>
+    private let continuation: AsyncStream<Int>.Continuation
+
+    init() { (stream, continuation) = AsyncStream<Int>.makeStream() }
+
+    func ingestBound(_ port: Int) { continuation.yield(port) }
+
+    func waitForIngest() async throws -> Int {
+        for await port in stream { return port }
+        throw CancellationError()
+    }
+}
+
+struct IngestService: Service {
+    let ingest: IngestServer
+    let registry: SessionRegistry
+    let metrics: any IngestMetrics
+    let logger: Logger
+    let ports: PortRecord
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            try await ingest.run(registry: registry, metrics: metrics, logger: logger, group: MultiThreadedEventLoopGroup.singleton) { port in
+                ports.ingestBound(port)
+            }
+        }
+    }
+}
+
+/// Periodic work: expire sessions whose agents did not come back, apply retention; and on
+/// shutdown, finalize every session.
+struct Housekeeping: Service {
+    let registry: SessionRegistry
+    let catalog: Catalog
+    let storage: StorageLayout
+    let retention: RetentionPolicy
+    let logger: Logger
+
+    func run() async throws {
+        await registry.loadUnfinishedSessions()
+        var ticks = 0
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                await registry.sweep()
+                if retention.isEnabled, ticks % 240 == 0 { await applyRetention() }
+                ticks += 1
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        } onGracefulShutdown: {
+            logger.notice("shutting down: finalizing every live session")
+        }
+        await registry.shutdown()
+    }
+
+    private func applyRetention() async {
+        let live = await registry.liveSessionIDs()
+        do {
+            let deleted = try retention.apply(catalog: catalog, storage: storage, now: Date(), isLive: { live.contains($0) })
+            for r in deleted { logger.notice("retention deleted a recording", metadata: ["recording": "\(r.id)", "path": "\(r.path)", "bytes": "\(r.sizeBytes)"]) }
+        } catch {
+            logger.error("retention failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension ServerConfiguration {
+    /// The admin token from `admin.token` or the first line of `admin.tokenFile`.
+    func resolvedAdminToken() throws -> String {
+        if let token = admin.token { return token }
+        guard let file = admin.tokenFile else { return "" }
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        return text.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+    }
+}

@@ -1,0 +1,30 @@
+import Shared
+
+/// The figures ingest reports. `ServerMetrics` implements it with swift-metrics/Prometheus;
+/// tests may pass `NoMetrics`.
+public protocol IngestMetrics: Sendable {
+    func connectionOpened()
+    func connectionClosed()
+    func connectionRefused(reason: String)
+    func sessionStarted()
+    func sessionEnded(outcome: RecordingStatus)
+    func sampleIngested(kind: String, bytes: Int)
+    func fragmentWritten(bytes: Int, write: Duration, sync: Duration)
+    func ackSent()
+    func duplicateIgnored()
+    func error(code: ProtocolError.Code)
+}
+
+public struct NoMetrics: IngestMetrics {
+    public init() {}
+    public func connectionOpened() {}
+    public func connectionClosed() {}
+    public func connectionRefused(reason: String) {}
+    public func sessionStarted() {}
+    public func sessionEnded(outcome: RecordingStatus) {}
+    public func sampleIngested(kind: String, bytes: Int) {}
+    public func fragmentWritten(bytes: Int, write: Duration, sync: Duration) {}
+    public func ackSent() {}
+    public func duplicateIgnored() {}
+    public func error(code: ProtocolError.Code) {}
+}

@@ -1,0 +1,320 @@
+import Foundation
+import Logging
+import Shared
+
+/// One recording session: owns its muxer, admits samples from whichever connection the
+/// agent is attached through, and acknowledges only what the muxer has made durable.
+/// An actor, so samples, control requests and the resume-window sweeper never race.
+actor RecordingSession {
+    enum Phase: Sendable, Equatable {
+        case attached(connection: UInt64)
+        /// The agent went away; the session waits for a resume until `deadline`.
+        case detached(deadline: ContinuousClock.Instant)
+        case finished(RecordingStatus)
+    }
+
+    nonisolated let id: SessionID
+    nonisolated let agentID: String
+    nonisolated let open: SessionOpen
+    nonisolated let directory: String
+    nonisolated let startedAt: Date
+    private let muxer: MP4Muxer
+    private let catalog: any RecordingCatalog
+    private let settings: SessionSettings
+    private let metrics: IngestMetrics
+    private var logger: Logger
+    private var tracks: [UInt8: TrackStatistics]
+    private(set) var phase: Phase
+    private(set) var acknowledged: UInt64
+    private(set) var highestReceived: UInt64
+    private var endedTracks: Set<UInt8> = []
+    private var recordedSegments: Set<Int> = []
+
+    init(id: SessionID, agentID: String, open: SessionOpen, directory: String, startedAt: Date, muxer: MP4Muxer,
+         acknowledged: UInt64, connection: UInt64, catalog: any RecordingCatalog, settings: SessionSettings,
+         metrics: IngestMetrics, logger: Logger) {
+        self.id = id
+        self.agentID = agentID
+        self.open = open
+        self.directory = directory
+        self.startedAt = startedAt
+        self.muxer = muxer
+        self.catalog = catalog
+        self.settings = settings
+        self.metrics = metrics
+        self.acknowledged = acknowledged
+        highestReceived = acknowledged
+        phase = .attached(connection: connection)
+        var logger = logger
+        logger[metadataKey: "session"] = "\(id)"
+        logger[metadataKey: "agent"] = "\(agentID)"
+        self.logger = logger
+        tracks = Dictionary(uniqueKeysWithValues: open.tracks.map { d in
+            let k = TrackMapping.kind(d)
+            return (d.id, TrackStatistics(trackID: d.id, label: d.label, kind: k.kind, codec: k.codec, width: k.width, height: k.height))
+        })
+    }
+
+    var isFinished: Bool { if case .finished = phase { true } else { false } }
+
+    /// What the connection's validator needs to continue this session after a resume.
+    var resumePoint: SessionValidator.ResumePoint {
+        SessionValidator.ResumePoint(tracks: open.tracks, endedTracks: endedTracks, highestReceived: highestReceived, acknowledged: acknowledged)
+    }
+
+    // MARK: Attachment
+
+    func attach(connection: UInt64) throws(ProtocolError) -> SessionValidator.ResumePoint {
+        switch phase {
+        case .attached(let other) where other != connection:
+            throw ProtocolError(.sessionBusy, "session \(id) is still attached to another connection")
+        case .finished:
+            throw ProtocolError(.unknownSession, "session \(id) has finished")
+        default:
+            phase = .attached(connection: connection)
+            logger.info("agent resumed the session", metadata: ["acknowledged": "\(acknowledged)"])
+            return resumePoint
+        }
+    }
+
+    /// The connection ended without closing the session: wait for a resume.
+    func detach(connection: UInt64, now: ContinuousClock.Instant) {
+        guard case .attached(let current) = phase, current == connection else { return }
+        phase = .detached(deadline: now + settings.resumeWindow)
+        logger.notice("agent disconnected; waiting \(settings.resumeWindow) for a resume")
+    }
+
+    // MARK: Samples
+
+    /// Admits one sample; returns the new ack point when it advanced.
+    func append(_ sample: Sample) throws(ProtocolError) -> UInt64? {
+        guard case .attached = phase else { throw ProtocolError(.noOpenSession, "session \(id) is not open on this connection") }
+        highestReceived = max(highestReceived, sample.sequence)
+        guard var stats = tracks[sample.track], stats.status != .failed || !settings.failSessionOnTrackError else {
+            throw ProtocolError(.unknownTrack, "track \(sample.track) is not in session \(id)")
+        }
+        let input = MuxerSample(trackID: TrackMapping.muxerTrackID(sample.track), sequence: sample.sequence, pts: sample.pts,
+                                dts: sample.dts, duration: sample.duration, isKeyframe: sample.flags.contains(.keyframe),
+                                data: Array(buffer: sample.data))
+        let events: [MuxerEvent]
+        do {
+            events = try muxer.append(input)
+        } catch {
+            return try handle(error, track: sample.track)
+        }
+        stats.record(pts: sample.pts, bytes: sample.data.readableBytes)
+        tracks[sample.track] = stats
+        metrics.sampleIngested(kind: stats.kind, bytes: sample.data.readableBytes)
+        return try process(events)
+    }
+
+    func endTrack(_ end: TrackEnd) throws(ProtocolError) -> UInt64? {
+        endedTracks.insert(end.track)
+        let failed = end.reason == .error
+        tracks[end.track]?.status = failed ? .failed : .ended
+        tracks[end.track]?.lastError = failed ? end.message : nil
+        logger.log(level: failed ? .warning : .info, "track \(end.track) ended", metadata: ["reason": "\(end.reason)", "message": "\(end.message)"])
+        persistTracks()
+        if failed, settings.failSessionOnTrackError {
+            fail(.failed, "track \(end.track) failed: \(end.message)")
+            throw ProtocolError(.invalidField, scope: .session, "track \(end.track) failed and this server fails the session on track errors")
+        }
+        let events: [MuxerEvent]
+        do { events = try muxer.endTrack(TrackMapping.muxerTrackID(end.track)) } catch {
+            return try handle(error, track: end.track)
+        }
+        return try process(events)
+    }
+
+    func recordDrops(_ report: DropReport) {
+        tracks[report.track]?.dropped += Int64(report.count)
+        logger.warning("agent dropped samples before sending", metadata: ["track": "\(report.track)", "count": "\(report.count)", "reason": "\(report.reason)"])
+        persistTracks()
+    }
+
+    // MARK: Ending
+
+    /// The agent closed the session: finalize into a regular MP4.
+    func close() throws(ProtocolError) -> UInt64 {
+        guard !isFinished else { throw ProtocolError(.unknownSession, "session \(id) has finished") }
+        finalize(as: .completed, reason: nil)
+        guard case .finished(.completed) = phase else {
+            throw ProtocolError(.storageFailure, "session \(id) could not be finalized")
+        }
+        return acknowledged
+    }
+
+    /// Discard everything recorded.
+    func cancel(reason: String) {
+        guard !isFinished else { return }
+        muxer.cancel()
+        for k in recordedSegments { try? catalog.deleteRecording(id: Self.recordingID(id, k)) }
+        try? FileManager.default.removeItem(atPath: directory)
+        phase = .finished(.cancelled)
+        try? catalog.updateSession(id: id.value, status: .cancelled, endedAt: Date(), error: reason.isEmpty ? nil : reason)
+        metrics.sessionEnded(outcome: .cancelled)
+        logger.notice("session cancelled; recording discarded", metadata: ["reason": "\(reason)"])
+    }
+
+    /// The resume window passed (or the server is shutting down): finalize what is there.
+    func expire(as status: RecordingStatus = .interrupted) {
+        guard !isFinished else { return }
+        finalize(as: status, reason: status == .interrupted ? "agent did not resume within \(settings.resumeWindow)" : nil)
+    }
+
+    func deadlinePassed(_ now: ContinuousClock.Instant) -> Bool {
+        if case .detached(let deadline) = phase { return now >= deadline }
+        return false
+    }
+
+    // MARK: Introspection
+
+    func snapshot() -> LiveSessionInfo {
+        let state: String
+        switch phase {
+        case .attached: state = "recording"
+        case .detached: state = "detached"
+        case .finished(let s): state = s.rawValue
+        }
+        let newest = tracks.values.compactMap(\.lastPTS).max() ?? 0
+        let live = tracks.values.sorted { $0.trackID < $1.trackID }.map { t in
+            let rates = t.rates
+            return LiveTrackInfo(trackID: Int(t.trackID), label: t.label, kind: t.kind, codec: t.codec, status: t.status,
+                                 samples: t.samples, bytes: t.bytes, dropped: t.dropped + t.rejected, fps: rates.fps,
+                                 bitrate: rates.bitrate, lagSeconds: t.lastPTS.map { Double(newest - $0) / 1e9 } ?? 0)
+        }
+        return LiveSessionInfo(id: id.value, agentID: agentID, labels: Dictionary(open.labels.map { ($0.key.value, $0.value) }, uniquingKeysWith: { a, _ in a }),
+                               state: state, startedAt: startedAt, path: muxer.configuration.path(forSegment: 0),
+                               lastAck: acknowledged, tracks: live)
+    }
+
+    // MARK: Internals
+
+    static func recordingID(_ session: SessionID, _ segment: Int) -> String { "\(session.value)-\(segment)" }
+
+    private func process(_ events: [MuxerEvent]) throws(ProtocolError) -> UInt64? {
+        var advanced: UInt64?
+        for event in events {
+            switch event {
+            case .fragmentDurable(let report):
+                metrics.fragmentWritten(bytes: report.byteCount, write: report.writeDuration, sync: report.syncDuration)
+                if report.durableThroughSequence > acknowledged {
+                    acknowledged = report.durableThroughSequence
+                    advanced = acknowledged
+                }
+                if recordedSegments.insert(report.segmentIndex).inserted { recordSegmentStarted(report.segmentIndex) }
+            case .segmentCompleted(let summary):
+                recordSegment(summary, status: .completed)
+            case .trackStalled(let trackID):
+                logger.warning("track stalled: interleaving continues without it", metadata: ["track": "\(trackID - 1)"])
+            case .trackResumed(let trackID):
+                logger.info("stalled track delivers again", metadata: ["track": "\(trackID - 1)"])
+            case .sampleRejected(let trackID, let sequence, let reason):
+                tracks[UInt8(trackID - 1)]?.rejected += 1
+                logger.warning("sample rejected", metadata: ["track": "\(trackID - 1)", "sequence": "\(sequence)", "reason": "\(reason)"])
+            case .duplicateIgnored:
+                metrics.duplicateIgnored()
+            }
+        }
+        return advanced
+    }
+
+    /// A muxer error: bad sample content costs that sample (or the session, when configured);
+    /// a storage error fails the session and keeps what is durable.
+    private func handle(_ error: MuxerError, track: UInt8) throws(ProtocolError) -> UInt64? {
+        switch error.code {
+        case .io:
+            fail(.failed, error.message)
+            metrics.error(code: ProtocolError.Code.storageFailure)
+            throw ProtocolError(.storageFailure, scope: .session, "storage failed: \(error.message); what was acknowledged is kept")
+        case .notRunning:
+            throw ProtocolError(.noOpenSession, scope: .session, "session \(id) is no longer recording")
+        default:
+            tracks[track]?.rejected += 1
+            tracks[track]?.lastError = error.description
+            logger.warning("sample refused", metadata: ["track": "\(track)", "error": "\(error)"])
+            if settings.failSessionOnTrackError {
+                tracks[track]?.status = .failed
+                fail(.failed, "track \(track): \(error.description)")
+                throw ProtocolError(.invalidField, scope: .session, "track \(track): \(error.description)")
+            }
+            return nil
+        }
+    }
+
+    private func fail(_ status: RecordingStatus, _ reason: String) {
+        guard !isFinished else { return }
+        if muxer.status == .running {
+            finalize(as: status, reason: reason)
+        } else {
+            // The muxer stopped on an I/O error: the file is fragmented but every durable
+            // fragment is intact. Try to finalize it now; if that fails too, recovery can later.
+            for k in recordedSegments.sorted() {
+                let path = muxer.configuration.path(forSegment: k)
+                if let report = try? MP4Recovery.recover(path: path) {
+                    recordSegmentFile(k, path: path, status: status, size: Int64(report.fileSize), error: reason)
+                } else {
+                    recordSegmentFile(k, path: path, status: status, size: nil, error: reason + " (file left fragmented; run recordctl recover)")
+                }
+            }
+            phase = .finished(status)
+            try? catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason)
+            persistTracks()
+            metrics.sessionEnded(outcome: status)
+            logger.error("session failed", metadata: ["error": "\(reason)"])
+        }
+    }
+
+    private func finalize(as status: RecordingStatus, reason: String?) {
+        do {
+            let summary = try muxer.finish()
+            _ = try? process(summary.events.filter { if case .segmentCompleted = $0 { false } else { true } })
+            acknowledged = max(acknowledged, muxer.durableThroughSequence)
+            for segment in summary.segments { recordSegment(segment, status: status) }
+            phase = .finished(status)
+            try? catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason)
+            persistTracks()
+            metrics.sessionEnded(outcome: status)
+            logger.notice("session finalized", metadata: ["status": "\(status.rawValue)", "files": "\(summary.segments.map(\.path))"])
+        } catch {
+            fail(.failed, "finalize failed: \(error.message)")
+        }
+    }
+
+    private func recordSegmentStarted(_ index: Int) {
+        recordSegmentFile(index, path: muxer.configuration.path(forSegment: index), status: .recording, size: nil, error: nil)
+    }
+
+    private func recordSegment(_ summary: SegmentSummary, status: RecordingStatus) {
+        var record = RecordingRecord(id: Self.recordingID(id, summary.index), sessionID: id.value, agentID: agentID, segmentIndex: summary.index,
+                                     path: summary.path, status: status, sizeBytes: Int64(summary.fileSize),
+                                     durationSeconds: Double(summary.durationNanos) / 1e9, startSeconds: Double(summary.startNanos) / 1e9,
+                                     createdAt: startedAt, finishedAt: Date())
+        // A segment that closed while the session goes on is complete whatever happens later.
+        if status == .recording { record.status = .completed }
+        try? catalog.upsertRecording(record)
+    }
+
+    private func recordSegmentFile(_ index: Int, path: String, status: RecordingStatus, size: Int64?, error: String?) {
+        var record = (try? catalog.recording(id: Self.recordingID(id, index))) ?? RecordingRecord(
+            id: Self.recordingID(id, index), sessionID: id.value, agentID: agentID, segmentIndex: index, path: path,
+            status: status, createdAt: startedAt)
+        record.status = status
+        if let size { record.sizeBytes = size }
+        record.error = error
+        if status != .recording { record.finishedAt = Date() }
+        try? catalog.upsertRecording(record)
+    }
+
+    private func persistTracks() {
+        for t in tracks.values {
+            try? catalog.upsertTrack(TrackRecord(sessionID: id.value, trackID: Int(t.trackID), label: t.label, kind: t.kind, codec: t.codec,
+                                                 width: t.width, height: t.height, status: t.status, samples: t.samples, bytes: t.bytes,
+                                                 dropped: t.dropped + t.rejected, error: t.lastError))
+        }
+    }
+}
+
+extension Error {
+    var message: String { (self as? MuxerError)?.message ?? String(describing: self) }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Shared
+
+/// The admin API's view of the registry: live state from the actors, history from the catalog.
+extension SessionRegistry: AdminBackend {
+    public func health() async -> HealthInfo {
+        HealthInfo(status: isShuttingDown ? "shutting_down" : "ok", version: ServerVersion.current,
+                   uptimeSeconds: Date().timeIntervalSince(startedAt), connectedAgents: connectedAgentCount,
+                   liveSessions: liveSessionCount, dataDirectory: dataDirectory, freeBytes: Self.freeBytes(dataDirectory))
+    }
+
+    public func connectedAgents() async -> [ConnectedAgentInfo] {
+        allAgentLinks().map(\.info).sorted { $0.id < $1.id }
+    }
+
+    public func liveSessions() async -> [LiveSessionInfo] {
+        var result: [LiveSessionInfo] = []
+        for session in allSessions() { result.append(await session.snapshot()) }
+        return result.sorted { $0.startedAt < $1.startedAt }
+    }
+
+    public func startSession(agentID: String, labels: [String: String]) async throws(AdminError) {
+        guard let link = agentLink(agentID) else { throw AdminError(.notFound, "agent \(agentID) is not connected") }
+        var wireLabels: [Label] = []
+        for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
+            guard let k = try? Identifier(validating: key) else { throw AdminError(.badRequest, "label key \"\(key)\" is not a valid identifier") }
+            wireLabels.append(Label(k, value))
+        }
+        await link.send(.startSession(StartSession(labels: wireLabels)))
+    }
+
+    public func stopSession(id: String) async throws(AdminError) {
+        let session = try liveSession(id)
+        guard let link = agentLink(session.agentID) else {
+            await session.expire(as: .completed)
+            return
+        }
+        await link.send(.stopSession(StopSession(sessionID: session.id)))
+    }
+
+    public func cancelSession(id: String) async throws(AdminError) {
+        let session = try liveSession(id)
+        if let link = agentLink(session.agentID) {
+            await link.send(.cancelSession(CancelSession(sessionID: session.id, reason: "cancelled by an operator")))
+        } else {
+            await session.cancel(reason: "cancelled by an operator")
+        }
+    }
+
+    public func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord] {
+        do { return try catalog.recordings(filter) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
+    }
+
+    public func recording(id: String) async throws(AdminError) -> (RecordingRecord, [TrackRecord]) {
+        let record: RecordingRecord?
+        do { record = try catalog.recording(id: id) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
+        guard let record else { throw AdminError(.notFound, "no recording \(id)") }
+        return (record, (try? catalog.tracks(sessionID: record.sessionID)) ?? [])
+    }
+
+    public func deleteRecording(id: String) async throws(AdminError) {
+        let (record, _) = try await recording(id: id)
+        guard !isLive(record.sessionID) else { throw AdminError(.conflict, "recording \(id) is still being written; stop or cancel its session first") }
+        do {
+            if FileManager.default.fileExists(atPath: record.path) { try FileManager.default.removeItem(atPath: record.path) }
+            try catalog.deleteRecording(id: id)
+        } catch {
+            throw AdminError(.unavailable, "could not delete \(record.path): \(error)")
+        }
+    }
+
+    private func liveSession(_ id: String) throws(AdminError) -> RecordingSession {
+        guard let sid = try? SessionID(validating: id), let session = session(sid) else {
+            throw AdminError(.notFound, "no live session \(id)")
+        }
+        return session
+    }
+
+    static func freeBytes(_ path: String) -> Int64 {
+        var s = statvfs()
+        guard statvfs(path, &s) == 0 else { return -1 }
+        return Int64(s.f_bavail) * Int64(s.f_frsize)
+    }
+}
+
+public enum ServerVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,268 @@
+import Foundation
+import Logging
+import NIOCore
+import Shared
+
+/// Where a session's files go: the storage layout decides, from validated ids only.
+public typealias SessionLocator = @Sendable (_ agentID: String, _ sessionID: SessionID, _ date: Date) throws -> (directory: String, baseName: String)
+
+/// All sessions and connected agents of one server. Opens, resumes and expires sessions,
+/// finds unfinished ones after a crash, and serves the admin API.
+public actor SessionRegistry {
+    /// A connected agent and how to send it commands.
+    struct AgentLink: Sendable {
+        let connection: UInt64
+        let info: ConnectedAgentInfo
+        let send: @Sendable (Message) async -> Void
+    }
+
+    /// A session found unfinished at startup: it waits for its agent to resume it.
+    struct DormantSession: Sendable {
+        let record: SessionRecord
+        let deadline: ContinuousClock.Instant
+    }
+
+    static let openFileName = "session.mcrp"
+
+    let catalog: any RecordingCatalog
+    nonisolated let dataDirectory: String
+    nonisolated let startedAt = Date()
+    private let settings: SessionSettings
+    private let metrics: any IngestMetrics
+    private let locate: SessionLocator
+    private let logger: Logger
+    private let maxSessions: Int
+    private let clock = ContinuousClock()
+    private var sessions: [SessionID: RecordingSession] = [:]
+    private var dormant: [SessionID: DormantSession] = [:]
+    private var agents: [String: AgentLink] = [:]
+    private var nextConnection: UInt64 = 1
+    public private(set) var isShuttingDown = false
+
+    public init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, metrics: any IngestMetrics,
+                logger: Logger, dataDirectory: String, locate: @escaping SessionLocator) {
+        self.catalog = catalog
+        self.dataDirectory = dataDirectory
+        self.settings = settings
+        self.maxSessions = maxSessions
+        self.metrics = metrics
+        self.logger = logger
+        self.locate = locate
+    }
+
+    func newConnectionID() -> UInt64 {
+        defer { nextConnection += 1 }
+        return nextConnection
+    }
+
+    public var resumeWindow: Duration { settings.resumeWindow }
+
+    // MARK: Agents
+
+    func agentConnected(_ link: AgentLink) {
+        agents[link.info.id] = link
+        try? catalog.recordAgentSeen(AgentRecord(id: link.info.id, lastAddress: link.info.address, softwareVersion: link.info.softwareVersion,
+                                                 firstSeen: link.info.connectedAt, lastSeen: link.info.connectedAt))
+    }
+
+    func agentDisconnected(_ agentID: String, connection: UInt64) {
+        if agents[agentID]?.connection == connection { agents[agentID] = nil }
+    }
+
+    func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, sessionID: String?) {
+        guard var link = agents[agentID], link.connection == connection else { return }
+        var info = link.info
+        info.lastSeen = Date()
+        if let roundTripMillis { info.roundTripMillis = roundTripMillis }
+        info.sessionID = sessionID
+        link = AgentLink(connection: link.connection, info: info, send: link.send)
+        agents[agentID] = link
+    }
+
+    // MARK: Sessions
+
+    func openSession(_ open: SessionOpen, agentID: String, connection: UInt64) throws(ProtocolError) -> RecordingSession {
+        guard !isShuttingDown else { throw ProtocolError(.shuttingDown, scope: .session, "the server is shutting down") }
+        if sessions[open.sessionID] != nil || dormant[open.sessionID] != nil || (try? catalog.session(id: open.sessionID.value)) != nil {
+            throw ProtocolError(.sessionBusy, "session id \(open.sessionID) is already in use; choose a new one")
+        }
+        guard sessions.values.count < maxSessions else {
+            throw ProtocolError(.resourceExhausted, "the server records \(maxSessions) sessions at most")
+        }
+        var trackConfigs: [TrackConfiguration] = []
+        for d in open.tracks { trackConfigs.append(try TrackMapping.configuration(d)) }
+        let now = Date()
+        let location: (directory: String, baseName: String)
+        do { location = try locate(agentID, open.sessionID, now) } catch {
+            throw ProtocolError(.storageFailure, "cannot create the session's directory: \(error)")
+        }
+        let muxer: MP4Muxer
+        do {
+            try Self.writeSidecar(open, directory: location.directory)
+            muxer = try MP4Muxer(configuration: settings.muxerConfiguration(tracks: trackConfigs, directory: location.directory,
+                                                                           baseName: location.baseName, creationTime: Int64(now.timeIntervalSince1970)))
+            try muxer.start()
+        } catch let error as MuxerError where error.code == .invalidConfiguration {
+            throw ProtocolError(.invalidCodecConfig, error.message)
+        } catch {
+            throw ProtocolError(.storageFailure, "cannot start the recording: \(error.message)")
+        }
+        let labels = Dictionary(open.labels.map { ($0.key.value, $0.value) }, uniquingKeysWith: { a, _ in a })
+        try? catalog.insertSession(SessionRecord(id: open.sessionID.value, agentID: agentID, labels: labels, status: .recording,
+                                                 createdAt: now, directory: location.directory))
+        let session = RecordingSession(id: open.sessionID, agentID: agentID, open: open, directory: location.directory, startedAt: now,
+                                       muxer: muxer, acknowledged: 0, connection: connection, catalog: catalog, settings: settings,
+                                       metrics: metrics, logger: logger)
+        sessions[open.sessionID] = session
+        metrics.sessionStarted()
+        logger.info("session opened", metadata: ["session": "\(open.sessionID)", "agent": "\(agentID)", "tracks": "\(open.tracks.map(\.label))",
+                                                  "directory": "\(location.directory)"])
+        return session
+    }
+
+    /// Re-attaches a live or dormant (found after a crash) session to a new connection.
+    func resumeSession(_ id: SessionID, agentID: String, connection: UInt64) async throws(ProtocolError) -> (RecordingSession, SessionValidator.ResumePoint) {
+        if let session = sessions[id] {
+            guard session.agentID == agentID else { throw ProtocolError(.unknownSession, "no session \(id) for agent \(agentID)") }
+            return (session, try await session.attach(connection: connection))
+        }
+        guard let sleeping = dormant[id], sleeping.record.agentID == agentID else {
+            throw ProtocolError(.unknownSession, "no session \(id) to resume (never existed, finished, or expired)")
+        }
+        let open: SessionOpen
+        let muxer: MP4Muxer
+        let report: MP4Muxer.ResumeReport
+        do {
+            open = try Self.readSidecar(directory: sleeping.record.directory)
+            var configs: [TrackConfiguration] = []
+            for d in open.tracks { configs.append(try TrackMapping.configuration(d)) }
+            let baseName = try locate(agentID, id, sleeping.record.createdAt).baseName
+            (muxer, report) = try MP4Muxer.resume(configuration: settings.muxerConfiguration(
+                tracks: configs, directory: sleeping.record.directory, baseName: baseName,
+                creationTime: Int64(sleeping.record.createdAt.timeIntervalSince1970)))
+        } catch {
+            throw ProtocolError(.storageFailure, "cannot reopen session \(id) after the restart: \(error.message)")
+        }
+        dormant[id] = nil
+        let session = RecordingSession(id: id, agentID: agentID, open: open, directory: sleeping.record.directory,
+                                       startedAt: sleeping.record.createdAt, muxer: muxer, acknowledged: report.durableThroughSequence,
+                                       connection: connection, catalog: catalog, settings: settings, metrics: metrics, logger: logger)
+        sessions[id] = session
+        logger.notice("session resumed after a server restart", metadata: [
+            "session": "\(id)", "file": "\(report.path)", "samples_in_file": "\(report.samplesInFile)",
+            "acknowledged": "\(report.durableThroughSequence)", "torn_bytes_discarded": "\(report.bytesDiscarded)"])
+        return (session, await session.resumePoint)
+    }
+
+    func sessionEnded(_ id: SessionID) { sessions[id] = nil }
+
+    /// Sessions unfinished in the catalog (the server died while they recorded) wait for
+    /// their agents for one resume window, then are finalized as recovered.
+    public func loadUnfinishedSessions() {
+        let unfinished = (try? catalog.unfinishedSessions()) ?? []
+        let deadline = clock.now + settings.resumeWindow
+        for record in unfinished {
+            guard let id = try? SessionID(validating: record.id) else { continue }
+            dormant[id] = DormantSession(record: record, deadline: deadline)
+            // Counted live while it waits: it ends either resumed-then-finished or recovered.
+            metrics.sessionStarted()
+            logger.notice("found an unfinished session from before the restart; waiting for its agent", metadata: ["session": "\(record.id)"])
+        }
+    }
+
+    /// Finalizes sessions whose resume window has passed. Called periodically.
+    public func sweep() async {
+        let now = clock.now
+        for (id, session) in sessions {
+            if await session.deadlinePassed(now) {
+                await session.expire()
+                sessions[id] = nil
+            } else if await session.isFinished {
+                sessions[id] = nil
+            }
+        }
+        for (id, sleeping) in dormant where now >= sleeping.deadline {
+            dormant[id] = nil
+            recoverDormant(sleeping.record)
+        }
+    }
+
+    private func recoverDormant(_ record: SessionRecord) {
+        var finalized: [String] = []
+        var failures: [String] = []
+        for recording in (try? catalog.recordings(sessionID: record.id)) ?? [] where recording.status == .recording {
+            do {
+                let report = try MP4Recovery.recover(path: recording.path)
+                var updated = recording
+                updated.status = .recovered
+                updated.sizeBytes = Int64(report.fileSize)
+                updated.finishedAt = Date()
+                try? catalog.upsertRecording(updated)
+                finalized.append(recording.path)
+            } catch {
+                failures.append("\(recording.path): \(error.message)")
+                var updated = recording
+                updated.status = .failed
+                updated.error = error.message
+                try? catalog.upsertRecording(updated)
+            }
+        }
+        let status: RecordingStatus = failures.isEmpty ? .recovered : .failed
+        try? catalog.updateSession(id: record.id, status: status, endedAt: Date(), error: failures.isEmpty ? nil : failures.joined(separator: "; "))
+        metrics.sessionEnded(outcome: status)
+        logger.notice("unfinished session not resumed in time; finalized by recovery", metadata: [
+            "session": "\(record.id)", "files": "\(finalized)", "failures": "\(failures)"])
+    }
+
+    /// Graceful shutdown: refuse new sessions, finalize every live one.
+    public func shutdown() async {
+        isShuttingDown = true
+        for link in agents.values {
+            await link.send(.error(ErrorReport(code: .shuttingDown, scope: .connection, message: "the server is shutting down; resume later")))
+        }
+        for (id, session) in sessions {
+            await session.expire(as: .interrupted)
+            sessions[id] = nil
+        }
+    }
+
+    var liveSessionCount: Int { sessions.count }
+    func allSessions() -> [RecordingSession] { Array(sessions.values) }
+    func allAgentLinks() -> [AgentLink] { Array(agents.values) }
+    func agentLink(_ id: String) -> AgentLink? { agents[id] }
+    func session(_ id: SessionID) -> RecordingSession? { sessions[id] }
+    var connectedAgentCount: Int { agents.count }
+
+    func liveSessionIDs() -> Set<String> { Set(sessions.keys.map(\.value) + dormant.keys.map(\.value)) }
+
+    func isLive(_ sessionID: String) -> Bool {
+        guard let id = try? SessionID(validating: sessionID) else { return false }
+        return sessions[id] != nil || dormant[id] != nil
+    }
+
+    // MARK: Sidecar
+
+    /// The session's `SessionOpen`, kept beside its files so a restarted server can rebuild
+    /// the session (tracks, codec configuration) when the agent resumes it.
+    static func writeSidecar(_ open: SessionOpen, directory: String) throws {
+        let bytes = try FrameEncoder().encode(.sessionOpen(open))
+        let path = directory + "/" + openFileName
+        let temporary = path + ".tmp"
+        FileManager.default.createFile(atPath: temporary, contents: Data(buffer: bytes), attributes: [.posixPermissions: 0o600])
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
+        try handle.synchronize()
+        try handle.close()
+        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.moveItem(atPath: temporary, toPath: path)
+    }
+
+    static func readSidecar(directory: String) throws -> SessionOpen {
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + openFileName))
+        var parser = MessageParser()
+        parser.append(contentsOf: data)
+        guard case .sessionOpen(let open)? = try parser.nextMessage() else {
+            throw ProtocolError(.invalidField, "\(openFileName) does not hold a SessionOpen")
+        }
+        return open
+    }
+}

@@ -1,0 +1,32 @@
+import Shared
+
+/// Maps the wire protocol's track descriptors onto muxer tracks. Protocol track ids are u8
+/// and may be 0; MP4 track_IDs must be ≥ 1, so the MP4 id is the protocol id + 1.
+enum TrackMapping {
+    static func muxerTrackID(_ protocolID: UInt8) -> UInt32 { UInt32(protocolID) + 1 }
+
+    static func configuration(_ descriptor: TrackDescriptor) throws(ProtocolError) -> TrackConfiguration {
+        let codec: TrackConfiguration.Codec
+        var rotation = 0
+        switch descriptor.format {
+        case .h264(let h264):
+            guard let sps = h264.sequenceParameterSets.first, let pps = h264.pictureParameterSets.first else {
+                throw ProtocolError(.invalidCodecConfig, "track \(descriptor.id): no SPS or PPS")
+            }
+            codec = .h264(sps: sps, pps: pps)
+            rotation = Int(h264.rotation.rawValue)
+        case .opus(let opus):
+            do { codec = .opus(try OpusHead(bytes: opus.opusHead)) } catch {
+                throw ProtocolError(.invalidCodecConfig, "track \(descriptor.id): \(error)")
+            }
+        }
+        return TrackConfiguration(id: muxerTrackID(descriptor.id), label: descriptor.label, codec: codec, rotation: rotation)
+    }
+
+    static func kind(_ descriptor: TrackDescriptor) -> (kind: String, codec: String, width: Int, height: Int) {
+        switch descriptor.format {
+        case .h264(let h): ("video", "h264", Int(h.width), Int(h.height))
+        case .opus: ("audio", "opus", 0, 0)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+
+/// Running figures for one track of a live session (fps and bitrate over a sliding window
+/// of media time, so they need no clock).
+struct TrackStatistics: Sendable {
+    let trackID: UInt8
+    let label: String
+    let kind: String
+    let codec: String
+    let width: Int
+    let height: Int
+    var status: TrackStatus = .active
+    var samples: Int64 = 0
+    var bytes: Int64 = 0
+    var dropped: Int64 = 0
+    var rejected: Int64 = 0
+    var lastError: String?
+    var lastPTS: Int64?
+    /// (pts, bytes) of recent samples, for fps and bitrate over the last two seconds.
+    private var window: [(pts: Int64, bytes: Int)] = []
+
+    init(trackID: UInt8, label: String, kind: String, codec: String, width: Int, height: Int) {
+        self.trackID = trackID
+        self.label = label
+        self.kind = kind
+        self.codec = codec
+        self.width = width
+        self.height = height
+    }
+
+    mutating func record(pts: Int64, bytes count: Int) {
+        samples += 1
+        bytes += Int64(count)
+        lastPTS = max(lastPTS ?? pts, pts)
+        window.append((pts, count))
+        let horizon = (lastPTS ?? pts) - 2_000_000_000
+        if let cut = window.firstIndex(where: { $0.pts >= horizon }), cut > 0 { window.removeFirst(cut) }
+    }
+
+    var rates: (fps: Double, bitrate: Double) {
+        guard let first = window.first?.pts, let last = lastPTS, last > first, window.count > 1 else { return (0, 0) }
+        let seconds = Double(last - first) / 1e9
+        return (Double(window.count - 1) / seconds, Double(window.dropFirst().reduce(0) { $0 + $1.bytes }) * 8 / seconds)
+    }
+}

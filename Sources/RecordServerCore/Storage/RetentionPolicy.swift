@@ -1,0 +1,140 @@
+import Foundation
+
+/// When finished recordings are deleted automatically. Both limits are off by default: a
+/// recording system must never lose footage the operator did not ask it to lose.
+///
+/// - `maxAge`: a finished recording whose file was finished (`finishedAt`, else `createdAt`)
+///   at least this many seconds before `now` is deleted.
+/// - `maxTotalBytes`: while the catalog's total size (live recordings included, they use the
+///   disk too) is above this, the oldest finished recordings are deleted.
+///
+/// Recordings of a live session (`isLive(sessionID)`, which includes sessions waiting for
+/// their agent to resume) are never deleted, nor are recordings still being written.
+public struct RetentionPolicy: Sendable, Equatable {
+    /// Seconds; nil = no age limit.
+    public var maxAge: TimeInterval?
+    /// Bytes; nil = no size limit.
+    public var maxTotalBytes: Int64?
+
+    public init(maxAge: TimeInterval? = nil, maxTotalBytes: Int64? = nil) {
+        self.maxAge = maxAge
+        self.maxTotalBytes = maxTotalBytes
+    }
+
+    /// Keeps everything.
+    public static let off = RetentionPolicy()
+
+    /// Whether `apply` can delete anything at all.
+    public var isEnabled: Bool { maxAge != nil || maxTotalBytes != nil }
+
+    /// Deletes what the policy says must go, oldest first: the file, then its catalog row.
+    ///
+    /// `now` is passed in (no clock is read here) so passes are reproducible in tests. A file
+    /// that is already gone still has its row removed. With `storage`, every file path (and
+    /// the session directory cleaned up after its last file) must resolve inside the data
+    /// directory, or the pass stops with `.outsideDataDirectory`; without it, paths are used
+    /// as the catalog recorded them (they were derived from validated ids by `StorageLayout`).
+    ///
+    /// - Parameter isLive: whether a session id is live (recording or awaiting resume); the
+    ///   caller snapshots this from the session registry before the pass.
+    /// - Returns: the deleted recordings, in deletion order, for the caller to log.
+    /// - Throws: `RetentionError`; `deletedBeforeFailure` lists what was deleted before it.
+    @discardableResult
+    public func apply(catalog: Catalog, storage: StorageLayout? = nil, now: Date,
+                      isLive: (String) -> Bool) throws(RetentionError) -> [RecordingRecord] {
+        guard isEnabled else { return [] }
+        var deleted: [RecordingRecord] = []
+        let cutoff = maxAge.map { now.addingTimeInterval(-$0) }
+        var total: Int64
+        do { total = try catalog.totalRecordingBytes() } catch { throw RetentionError(.catalog(error), deletedBeforeFailure: []) }
+        func overBudget() -> Bool { maxTotalBytes.map { total > $0 } ?? false }
+
+        // Page through finished recordings oldest first. Deleted rows vanish from the query,
+        // kept ones stay in front, so the next page starts after the kept ones.
+        let pageSize = 256
+        var kept = 0
+        var touchedSessions: [String: String] = [:] // sessionID → directory of a deleted file
+        while true {
+            // With only a size limit, once within budget nothing further can qualify.
+            if cutoff == nil && !overBudget() { break }
+            let page: [RecordingRecord]
+            do { page = try catalog.oldestFinishedRecordings(limit: pageSize, offset: kept) } catch {
+                throw RetentionError(.catalog(error), deletedBeforeFailure: deleted)
+            }
+            if page.isEmpty { break }
+            for recording in page {
+                let expired = cutoff.map { (recording.finishedAt ?? recording.createdAt) <= $0 } ?? false
+                guard !isLive(recording.sessionID), expired || overBudget() else {
+                    kept += 1
+                    continue
+                }
+                do throws(RetentionError.Reason) {
+                    try Self.removeFile(recording.path, storage: storage)
+                    do { try catalog.deleteRecording(id: recording.id) } catch { throw .catalog(error) }
+                } catch {
+                    throw RetentionError(error, deletedBeforeFailure: deleted)
+                }
+                total -= recording.sizeBytes
+                deleted.append(recording)
+                touchedSessions[recording.sessionID] = (recording.path as NSString).deletingLastPathComponent
+            }
+        }
+        if let storage {
+            try removeEmptiedSessionDirectories(touchedSessions, catalog: catalog, storage: storage, deleted: deleted)
+        }
+        return deleted
+    }
+
+    /// A session whose every file is gone leaves its sidecar and directories; tidy them so
+    /// the data directory does not fill with empty day folders.
+    private func removeEmptiedSessionDirectories(_ sessions: [String: String], catalog: Catalog, storage: StorageLayout,
+                                                 deleted: [RecordingRecord]) throws(RetentionError) {
+        for (sessionID, directory) in sessions.sorted(by: { $0.key < $1.key }) {
+            let remaining: [RecordingRecord]
+            do { remaining = try catalog.recordings(sessionID: sessionID) } catch {
+                throw RetentionError(.catalog(error), deletedBeforeFailure: deleted)
+            }
+            guard remaining.isEmpty else { continue }
+            do { try storage.removeSessionDirectoryIfEmpty(directory, leftovers: [SessionRegistry.openFileName]) } catch {
+                throw RetentionError(.storage(error), deletedBeforeFailure: deleted)
+            }
+        }
+    }
+
+    private static func removeFile(_ path: String, storage: StorageLayout?) throws(RetentionError.Reason) {
+        if let storage {
+            do { try storage.resolvedInsideDataDirectory(path) } catch { throw .storage(error) }
+        }
+        if unlink(path) != 0 {
+            let code = errno
+            // Already gone (removed by hand, or a previous pass failed after unlinking): fine.
+            guard code == ENOENT else { throw .storage(.systemCall(operation: "unlink", path: path, errno: code)) }
+        }
+    }
+}
+
+/// A retention pass that stopped part way. What it deleted before the failure is listed so
+/// the caller can still log every deletion.
+public struct RetentionError: Error, Sendable, CustomStringConvertible {
+    public enum Reason: Error, Sendable, Equatable {
+        case catalog(CatalogError)
+        case storage(StorageError)
+    }
+
+    public var reason: Reason
+    public var deletedBeforeFailure: [RecordingRecord]
+
+    public init(_ reason: Reason, deletedBeforeFailure: [RecordingRecord]) {
+        self.reason = reason
+        self.deletedBeforeFailure = deletedBeforeFailure
+    }
+
+    public var description: String {
+        let cause: String
+        switch reason {
+        case .catalog(let error): cause = error.description
+        case .storage(let error): cause = error.description
+        }
+        return "retention stopped after deleting \(deletedBeforeFailure.count) recording(s): \(cause)"
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import GRDB
+import Testing
+@testable import RecordServerCore
+
+@Suite struct CatalogTests {
+    // Whole and binary-fraction seconds: exact as Double, so dates compare equal after a round trip.
+    private let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    private func session(_ id: String, agent: String = "cam-1", status: RecordingStatus = .recording, at offset: Double = 0,
+                         labels: [String: String] = [:]) -> SessionRecord {
+        SessionRecord(id: id, agentID: agent, labels: labels, status: status, createdAt: t0.addingTimeInterval(offset),
+                      directory: "/data/recordings/\(agent)/2023-11-14/\(id)")
+    }
+
+    private func recording(_ session: String, _ segment: Int = 1, agent: String = "cam-1", status: RecordingStatus = .completed,
+                           at offset: Double = 0, size: Int64 = 100) -> RecordingRecord {
+        RecordingRecord(id: "\(session)-\(segment)", sessionID: session, agentID: agent, segmentIndex: segment,
+                        path: "/data/recordings/\(agent)/2023-11-14/\(session)/recording-\(segment).mp4", status: status,
+                        sizeBytes: size, durationSeconds: 12.5, startSeconds: 0.25, createdAt: t0.addingTimeInterval(offset),
+                        finishedAt: status == .recording ? nil : t0.addingTimeInterval(offset + 60), error: status == .failed ? "disk full" : nil)
+    }
+
+    @Test func agentsAreUpsertedKeepingFirstAndLatestSighting() throws {
+        let catalog = try Catalog.inMemory()
+        try catalog.recordAgentSeen(AgentRecord(id: "cam-2", lastAddress: "10.0.0.2:5000", softwareVersion: "0.1.0", firstSeen: t0, lastSeen: t0))
+        try catalog.recordAgentSeen(AgentRecord(id: "cam-1", lastAddress: "10.0.0.1:5000", softwareVersion: "0.1.0",
+                                                firstSeen: t0.addingTimeInterval(100), lastSeen: t0.addingTimeInterval(100)))
+        try catalog.recordAgentSeen(AgentRecord(id: "cam-1", lastAddress: "10.0.0.9:6000", softwareVersion: "0.2.0",
+                                                firstSeen: t0.addingTimeInterval(500), lastSeen: t0.addingTimeInterval(500)))
+        let agents = try catalog.agents()
+        #expect(agents.map(\.id) == ["cam-1", "cam-2"])
+        #expect(agents[0] == AgentRecord(id: "cam-1", lastAddress: "10.0.0.9:6000", softwareVersion: "0.2.0",
+                                         firstSeen: t0.addingTimeInterval(100), lastSeen: t0.addingTimeInterval(500)))
+    }
+
+    @Test func sessionsRoundTripAndUpdate() throws {
+        let catalog = try Catalog.inMemory()
+        let original = session("s1", labels: ["room": "A", "take": "3"])
+        try catalog.insertSession(original)
+        #expect(try catalog.session(id: "s1") == original)
+        #expect(try catalog.session(id: "missing") == nil)
+
+        let end = t0.addingTimeInterval(3600.5)
+        try catalog.updateSession(id: "s1", status: .failed, endedAt: end, error: "disk full")
+        var expected = original
+        expected.status = .failed
+        expected.endedAt = end
+        expected.error = "disk full"
+        #expect(try catalog.session(id: "s1") == expected)
+    }
+
+    @Test func duplicateSessionIsAConflictAndUnknownUpdateIsNotFound() throws {
+        let catalog = try Catalog.inMemory()
+        try catalog.insertSession(session("s1"))
+        let duplicate = #expect(throws: CatalogError.self) { try catalog.insertSession(session("s1")) }
+        #expect(duplicate?.code == .conflict)
+        #expect(duplicate?.message.contains("insert session s1") == true)
+        let missing = #expect(throws: CatalogError.self) {
+            try catalog.updateSession(id: "nope", status: .completed, endedAt: t0, error: nil)
+        }
+        #expect(missing?.code == .notFound)
+    }
+
+    @Test func labelsRoundTripThroughJSON() throws {
+        let catalog = try Catalog.inMemory()
+        let labels = ["": "empty key", "quote\"s": "back\\slash", "unicode": "Prüfung 🎥", "newline": "a\nb"]
+        try catalog.insertSession(session("s1", labels: labels))
+        try catalog.insertSession(session("s2"))
+        #expect(try catalog.session(id: "s1")?.labels == labels)
+        #expect(try catalog.session(id: "s2")?.labels == [:])
+    }
+
+    @Test func unfinishedSessionsAreThoseStillRecordingOldestFirst() throws {
+        let catalog = try Catalog.inMemory()
+        try catalog.insertSession(session("late", at: 50))
+        try catalog.insertSession(session("done", status: .completed, at: 10))
+        try catalog.insertSession(session("early", at: 5))
+        try catalog.insertSession(session("gone", status: .interrupted, at: 1))
+        #expect(try catalog.unfinishedSessions().map(\.id) == ["early", "late"])
+        try catalog.updateSession(id: "early", status: .recovered, endedAt: t0, error: nil)
+        #expect(try catalog.unfinishedSessions().map(\.id) == ["late"])
+    }
+
+    @Test func recordingsUpsertReplaceAndDelete() throws {
+        let catalog = try Catalog.inMemory()
+        var first = recording("s1", 1, status: .recording, size: 0)
+        try catalog.upsertRecording(first)
+        #expect(try catalog.recording(id: "s1-1") == first)
+        first.status = .completed
+        first.sizeBytes = 123_456_789_012
+        first.finishedAt = t0.addingTimeInterval(90)
+        try catalog.upsertRecording(first)
+        #expect(try catalog.recording(id: "s1-1") == first)
+
+        try catalog.upsertRecording(recording("s1", 3))
+        try catalog.upsertRecording(recording("s1", 2))
+        try catalog.upsertRecording(recording("s2", 1))
+        #expect(try catalog.recordings(sessionID: "s1").map(\.segmentIndex) == [1, 2, 3])
+
+        try catalog.deleteRecording(id: "s1-2")
+        try catalog.deleteRecording(id: "s1-2") // idempotent
+        #expect(try catalog.recording(id: "s1-2") == nil)
+        #expect(try catalog.recordings(sessionID: "s1").map(\.id) == ["s1-1", "s1-3"])
+    }
+
+    @Test func recordingFiltersByAgentStatusTimeAndLimit() throws {
+        let catalog = try Catalog.inMemory()
+        try catalog.upsertRecording(recording("a", agent: "cam-1", status: .completed, at: 0))
+        try catalog.upsertRecording(recording("b", agent: "cam-2", status: .failed, at: 10))
+        try catalog.upsertRecording(recording("c", agent: "cam-1", status: .interrupted, at: 20))
+        try catalog.upsertRecording(recording("d", agent: "cam-1", status: .completed, at: 30))
+        try catalog.upsertRecording(recording("e", agent: "cam-2", status: .recording, at: 40))
+
+        func ids(_ filter: RecordingFilter) throws -> [String] { try catalog.recordings(filter).map(\.sessionID) }
+        #expect(try ids(RecordingFilter()) == ["e", "d", "c", "b", "a"], "newest first")
+        #expect(try ids(RecordingFilter(agentID: "cam-1")) == ["d", "c", "a"])
+        #expect(try ids(RecordingFilter(status: .completed)) == ["d", "a"])
+        #expect(try ids(RecordingFilter(agentID: "cam-2", status: .failed)) == ["b"])
+        #expect(try ids(RecordingFilter(since: t0.addingTimeInterval(10))) == ["e", "d", "c", "b"], "since is inclusive")
+        #expect(try ids(RecordingFilter(until: t0.addingTimeInterval(30))) == ["c", "b", "a"], "until is exclusive")
+        #expect(try ids(RecordingFilter(since: t0.addingTimeInterval(10), until: t0.addingTimeInterval(30))) == ["c", "b"])
+        #expect(try ids(RecordingFilter(limit: 2)) == ["e", "d"])
+        #expect(try ids(RecordingFilter(limit: 0)) == [])
+        #expect(try ids(RecordingFilter(agentID: "cam-9")) == [])
+    }
+
+    @Test func tracksUpsertAndListInTrackOrder() throws {
+        let catalog = try Catalog.inMemory()
+        var audio = TrackRecord(sessionID: "s1", trackID: 3, label: "mic", kind: "audio", codec: "opus", width: 0, height: 0)
+        let video = TrackRecord(sessionID: "s1", trackID: 1, label: "front", kind: "video", codec: "h264", width: 1280, height: 720,
+                                status: .ended, samples: 900, bytes: 4_000_000, dropped: 2)
+        try catalog.upsertTrack(audio)
+        try catalog.upsertTrack(video)
+        audio.status = .failed
+        audio.error = "bad packet"
+        audio.samples = 10
+        try catalog.upsertTrack(audio)
+        try catalog.upsertTrack(TrackRecord(sessionID: "s2", trackID: 1, label: "x", kind: "video", codec: "h264", width: 1, height: 1))
+        #expect(try catalog.tracks(sessionID: "s1") == [video, audio])
+        #expect(try catalog.tracks(sessionID: "none") == [])
+    }
+
+    @Test func retentionQueriesSumSizesAndListFinishedOldestFirst() throws {
+        let catalog = try Catalog.inMemory()
+        #expect(try catalog.totalRecordingBytes() == 0)
+        try catalog.upsertRecording(recording("new", at: 300, size: 1))
+        try catalog.upsertRecording(recording("live", status: .recording, at: 0, size: 10))
+        try catalog.upsertRecording(recording("old", 2, at: 100, size: 100))
+        try catalog.upsertRecording(recording("old", 1, at: 100, size: 1000))
+        try catalog.upsertRecording(recording("mid", status: .failed, at: 200, size: 10_000))
+        #expect(try catalog.totalRecordingBytes() == 11_111)
+        #expect(try catalog.oldestFinishedRecordings(limit: 10).map(\.id) == ["old-1", "old-2", "mid-1", "new-1"])
+        #expect(try catalog.oldestFinishedRecordings(limit: 2).map(\.id) == ["old-1", "old-2"])
+        #expect(try catalog.oldestFinishedRecordings(limit: 2, offset: 2).map(\.id) == ["mid-1", "new-1"])
+    }
+
+    @Test func fileCatalogMigratesOnceAndSurvivesReopening() throws {
+        let directory = try makeCatalogTestDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/catalog.sqlite"
+
+        do {
+            let catalog = try Catalog(path: path)
+            try catalog.insertSession(session("s1", labels: ["k": "v"]))
+            try catalog.upsertRecording(recording("s1"))
+        }
+        for _ in 0 ..< 2 {
+            // Reopening runs the migrator again: it must find nothing to do and keep the data.
+            let catalog = try Catalog(path: path)
+            #expect(try catalog.session(id: "s1")?.labels == ["k": "v"])
+            #expect(try catalog.recordings(sessionID: "s1").count == 1)
+        }
+
+        let catalog = try Catalog(path: path)
+        try catalog.upsertTrack(TrackRecord(sessionID: "s1", trackID: 1, label: "a", kind: "video", codec: "h264", width: 2, height: 2))
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            #expect(try permissions(of: file) == 0o600, "\(file)")
+        }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "WAL mode")
+    }
+
+    @Test func catalogFromANewerServerIsRefused() throws {
+        let directory = try makeCatalogTestDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/catalog.sqlite"
+        _ = try Catalog(path: path)
+        // Simulate a migration this build does not know, as a newer release would leave.
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
+        }
+        let error = #expect(throws: CatalogError.self) { _ = try Catalog(path: path) }
+        #expect(error?.code == .newerSchema)
+    }
+
+    @Test func openingInAMissingDirectoryFailsClearly() throws {
+        let error = #expect(throws: CatalogError.self) { _ = try Catalog(path: "/nonexistent-\(UUID().uuidString)/catalog.sqlite") }
+        #expect(error?.code == .openFailed)
+        #expect(error?.message.contains("check that its directory exists") == true)
+    }
+
+    private func permissions(of path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+}
+
+private func makeCatalogTestDirectory() throws -> String {
+    let path = FileManager.default.temporaryDirectory.path + "/catalog-tests-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}

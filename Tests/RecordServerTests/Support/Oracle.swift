@@ -1,0 +1,62 @@
+import Foundation
+
+/// Independent checks of a recorded file with ffprobe and ffmpeg (tools we did not write).
+enum Oracle {
+    struct Stream: Equatable {
+        var codec: String
+        var handler: String
+        var packets: Int
+    }
+
+    struct ToolResult {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String]) throws -> ToolResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("oracle-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("out"), err = dir.appendingPathComponent("err")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        process.waitUntilExit()
+        return ToolResult(status: process.terminationStatus, stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                          stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
+    /// `ffmpeg -v error -i FILE -f null -` must exit 0 and print nothing.
+    static func decodeErrors(_ path: String) throws -> String? {
+        let r = try run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
+        let text = r.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+        return r.status == 0 && text.isEmpty ? nil : "exit \(r.status): \(text)"
+    }
+
+    /// Per stream: codec, handler name (our track label) and the packet count ffprobe counts.
+    static func streams(_ path: String) throws -> [Stream] {
+        let r = try run(["ffprobe", "-v", "error", "-count_packets", "-show_entries",
+                         "stream=codec_name,nb_read_packets:stream_tags=handler_name", "-of", "json", path])
+        guard r.status == 0, let json = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any],
+              let streams = json["streams"] as? [[String: Any]] else {
+            throw TestAgentError("ffprobe cannot read \(path): \(r.stderr)")
+        }
+        return streams.map { s in
+            Stream(codec: s["codec_name"] as? String ?? "?",
+                   handler: (s["tags"] as? [String: Any])?["handler_name"] as? String ?? "",
+                   packets: Int(s["nb_read_packets"] as? String ?? "") ?? -1)
+        }
+    }
+
+    /// Packet pts of one stream, in its time base, in file order.
+    static func packetTimes(_ path: String, stream: Int) throws -> [Int64] {
+        let r = try run(["ffprobe", "-v", "error", "-select_streams", "\(stream)", "-show_entries", "packet=pts", "-of", "csv=p=0", path])
+        return r.stdout.split(separator: "\n").compactMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+}

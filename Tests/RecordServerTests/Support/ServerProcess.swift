@@ -1,0 +1,103 @@
+import Foundation
+@testable import RecordServerCore
+
+/// The real `record-server` executable, started from a configuration file and killed with
+/// SIGKILL when a test wants a crash.
+final class ServerProcess: @unchecked Sendable {
+    let configPath: String
+    let port: Int
+    let logPath: String
+    private var process: Process?
+
+    static var binary: String {
+        // Tests/RecordServerTests/Support/ServerProcess.swift → repository root.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        for candidate in [".build/debug/record-server", ".build/x86_64-unknown-linux-gnu/debug/record-server"] {
+            let path = root.appendingPathComponent(candidate).path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return root.appendingPathComponent(".build/debug/record-server").path
+    }
+
+    init(fixture: ServerFixture) throws {
+        port = try Self.freePort()
+        var config = fixture.configuration
+        config.ingest = .init(host: "127.0.0.1", port: port)
+        config.admin.enabled = false
+        config.admin.token = nil
+        configPath = fixture.directory + "/server.json"
+        logPath = fixture.directory + "/server.log"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(config).write(to: URL(fileURLWithPath: configPath))
+        try FileManager.default.createDirectory(atPath: config.dataDirectory, withIntermediateDirectories: true)
+    }
+
+    func start() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            throw TestAgentError("\(Self.binary) is missing: build it first (swift build)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["--config", configPath, "--log-level", "info"]
+        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        self.process = process
+    }
+
+    /// Waits until the listener accepts connections (bounded: 30 s).
+    func waitUntilListening() async throws {
+        for _ in 0..<300 {
+            if Self.canConnect(port: port) { return }
+            guard process?.isRunning == true else { throw TestAgentError("record-server exited: \(log)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestAgentError("record-server did not listen on \(port): \(log)")
+    }
+
+    func kill9() {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func terminate() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    static func canConnect(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestAgentError("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
