@@ -1,3 +1,3 @@
 import CaptureAgentCore
 
-CaptureAgentMain.run(arguments: Array(CommandLine.arguments.dropFirst()))
+await CaptureAgentMain.main()

@@ -19,6 +19,9 @@ public struct SessionValidator: Sendable {
         /// ``resumeAccepted(_:)`` (and send ``SessionAccepted``) or ``resumeRejected()``
         /// (and send an ``ErrorReport``) before validating the next message.
         case resumeRequested(SessionResume)
+        /// Refers to a session the server already ended (protocol.md §7.2): in flight when
+        /// the agent was told; drop it.
+        case ignoreEnded
     }
 
     /// What the server remembers of an interrupted session, to resume it.
@@ -49,8 +52,11 @@ public struct SessionValidator: Sendable {
         var lastOnConnection: UInt64 = 0
     }
 
-    private enum SessionState: Sendable {
+    fileprivate enum SessionState: Sendable {
         case none
+        /// The server ended this session (session-scoped error): frames the agent sent before
+        /// it heard are still arriving and are ignored, not treated as protocol violations.
+        case ended(SessionID)
         case resuming(SessionID)
         case open(OpenSession)
     }
@@ -116,11 +122,17 @@ public struct SessionValidator: Sendable {
     /// The server ended the open session itself (it sent a session-scoped error or a
     /// ``SessionClosed`` after a ``CancelSession`` command).
     public mutating func sessionEnded() {
-        if case .established = state { state = .established(.none) }
+        switch state {
+        case .established(.open(let open)): state = .established(.ended(open.id))
+        case .established: state = .established(.none)
+        default: break
+        }
     }
 
     private mutating func fail(_ error: ProtocolError) {
         switch (error.scope, state) {
+        case (.session, .established(.open(let open))):
+            state = .established(.ended(open.id))
         case (.session, .established):
             state = .established(.none)
         case (.connection, _):
@@ -163,16 +175,33 @@ public struct SessionValidator: Sendable {
             if report.scope == .connection { state = .failed(report.error) } else { state = .established(.none) }
             return .accept
         case .sessionOpen(let open):
-            guard case .none = session else { throw alreadyOpen(session) }
+            guard session.isIdle else { throw alreadyOpen(session) }
             guard open.tracks.count <= limits.maxTracksPerSession else {
                 throw ProtocolError(.tooManyTracks, "\(open.tracks.count) tracks, at most \(limits.maxTracksPerSession)")
             }
             state = .established(.open(OpenSession(id: open.sessionID, tracks: Set(open.tracks.map(\.id)))))
             return .accept
         case .sessionResume(let resume):
-            guard case .none = session else { throw alreadyOpen(session) }
+            guard session.isIdle else { throw alreadyOpen(session) }
             state = .established(.resuming(resume.sessionID))
             return .resumeRequested(resume)
+        case .sample, .trackEnd, .dropReport, .sessionClose, .sessionCancel:
+            if case .ended(let id) = session {
+                // A close or cancel for the ended session is the agent acknowledging the end.
+                if case .sessionClose(let c) = message, c.sessionID == id { state = .established(.none) }
+                if case .sessionCancel(let c) = message, c.sessionID == id { state = .established(.none) }
+                return .ignoreEnded
+            }
+            return try stepInSession(message, session)
+        case .helloReply, .sessionAccepted, .sessionClosed, .ack, .startSession, .stopSession, .cancelSession:
+            // Excluded by the direction check above.
+            throw ProtocolError(.unexpectedMessage, "\(message.type) is not sent by agents")
+        }
+    }
+
+    /// The messages that need an open session.
+    private mutating func stepInSession(_ message: Message, _ session: SessionState) throws(ProtocolError) -> Action {
+        switch message {
         case .sample(let sample):
             var open = try openSession(session, for: "Sample")
             let action = try open.admit(sample)
@@ -203,14 +232,15 @@ public struct SessionValidator: Sendable {
             try open.requireID(cancel.sessionID)
             state = .established(.none)
             return .accept
-        case .helloReply, .sessionAccepted, .sessionClosed, .ack, .startSession, .stopSession, .cancelSession:
-            // Excluded by the direction check above.
-            throw ProtocolError(.unexpectedMessage, "\(message.type) is not sent by agents")
+        default:
+            throw ProtocolError(.unexpectedMessage, "\(message.type) is not a session message")
         }
     }
 
     private func openSession(_ session: SessionState, for what: String) throws(ProtocolError) -> OpenSession {
         switch session {
+        case .ended(let id):
+            throw ProtocolError(.noOpenSession, "\(what) for session \(id), which has ended")
         case .open(let open):
             return open
         case .none:
@@ -256,5 +286,15 @@ extension SessionValidator.OpenSession {
         lastOnConnection = seq
         highestReceived = seq
         return .accept
+    }
+}
+
+extension SessionValidator.SessionState {
+    /// No session open: a new one may be opened or resumed.
+    var isIdle: Bool {
+        switch self {
+        case .none, .ended: true
+        case .resuming, .open: false
+        }
     }
 }

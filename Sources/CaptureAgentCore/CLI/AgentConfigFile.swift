@@ -1,0 +1,105 @@
+import Foundation
+
+/// The JSON configuration file of `capture-agent run --config FILE`
+/// (`deploy/capture-agent.example.json`). Every field is optional; a flag given on the
+/// command line wins over the file.
+public struct AgentConfigFile: Codable, Sendable, Equatable {
+    public struct Video: Codable, Sendable, Equatable {
+        public var preset: String?
+        /// "none" for no tune.
+        public var tune: String?
+        public var crf: Double?
+        public var bitrateKbps: Int?
+        public var keyframeInterval: Int?
+        public var threads: Int?
+        public var profile: String?
+    }
+
+    public struct Audio: Codable, Sendable, Equatable {
+        public var bitrate: Int?
+        public var application: String?
+    }
+
+    public struct Buffer: Codable, Sendable, Equatable {
+        public var maxMegabytes: Int?
+        public var maxSeconds: Double?
+    }
+
+    public struct Reconnect: Codable, Sendable, Equatable {
+        public var initialMillis: Int?
+        public var maxMillis: Int?
+    }
+
+    public var server: String?
+    public var ca: String?
+    public var cert: String?
+    public var key: String?
+    public var token: String?
+    public var agentID: String?
+    public var sources: [String]?
+    public var record: Bool?
+    public var sessionID: String?
+    public var durationSeconds: Double?
+    public var labels: [String: String]?
+    public var video: Video?
+    public var audio: Audio?
+    public var buffer: Buffer?
+    public var reconnect: Reconnect?
+    public var fastFiles: Bool?
+    public var logLevel: String?
+
+    public init() {}
+
+    /// Reads and decodes `path`; the error names the file and what is wrong.
+    public static func load(path: String) throws(ConfigError) -> AgentConfigFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError("cannot read config file \(path)")
+        }
+        do {
+            return try JSONDecoder().decode(AgentConfigFile.self, from: data)
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw ConfigError("\(path): missing \(key.stringValue)")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            let where_ = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw ConfigError("\(path): \(where_): \(context.debugDescription)")
+        } catch let DecodingError.dataCorrupted(context) {
+            throw ConfigError("\(path): not valid JSON: \(context.debugDescription)")
+        } catch {
+            throw ConfigError("\(path): \(error)")
+        }
+    }
+}
+
+/// A configuration problem, worded for the operator.
+public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// `HOST:PORT`, `HOST` (port 7443), `[IPv6]:PORT`.
+public func parseServerAddress(_ text: String, defaultPort: Int = 7443) throws(ConfigError) -> (host: String, port: Int) {
+    var host = text
+    var port = defaultPort
+    if text.hasPrefix("[") {
+        guard let close = text.firstIndex(of: "]") else { throw ConfigError("server \"\(text)\": unclosed [") }
+        host = String(text[text.index(after: text.startIndex)..<close])
+        let rest = text[text.index(after: close)...]
+        if rest.hasPrefix(":") {
+            guard let p = Int(rest.dropFirst()) else { throw ConfigError("server \"\(text)\": bad port") }
+            port = p
+        } else if !rest.isEmpty {
+            throw ConfigError("server \"\(text)\": expected [ADDRESS]:PORT")
+        }
+    } else if let colon = text.lastIndex(of: ":") {
+        guard text.firstIndex(of: ":") == colon else {
+            throw ConfigError("server \"\(text)\": write IPv6 addresses as [ADDRESS]:PORT")
+        }
+        host = String(text[..<colon])
+        guard let p = Int(text[text.index(after: colon)...]) else { throw ConfigError("server \"\(text)\": bad port") }
+        port = p
+    }
+    guard !host.isEmpty else { throw ConfigError("server \"\(text)\": empty host") }
+    guard (1...65535).contains(port) else { throw ConfigError("server \"\(text)\": port \(port) is not 1…65535") }
+    return (host, port)
+}

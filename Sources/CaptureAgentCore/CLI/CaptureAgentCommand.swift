@@ -1,0 +1,206 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NIOPosix
+import NIOSSL
+import RecordingTLS
+import WireProtocol
+
+/// Entry point of the `capture-agent` executable.
+public enum CaptureAgentMain {
+    public static func main() async {
+        await CaptureAgentCommand.main()
+    }
+}
+
+/// `capture-agent`: captures cameras and microphones and streams them to record-server.
+public struct CaptureAgentCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "capture-agent",
+        abstract: "Capture cameras (V4L2), microphones (ALSA), test patterns and files; encode with x264/Opus; stream to record-server over TLS.",
+        subcommands: [RunCommand.self, DevicesCommand.self],
+        defaultSubcommand: nil)
+
+    public init() {}
+}
+
+/// `capture-agent devices`.
+public struct DevicesCommand: ParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "devices", abstract: "List V4L2 cameras (formats, sizes) and ALSA capture devices.")
+
+    public init() {}
+
+    public func run() throws {
+        print(DeviceListing.report(), terminator: "")
+    }
+}
+
+/// `capture-agent run`.
+public struct RunCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Connect to record-server and record when asked (or at once with --record).",
+        discussion: """
+            Sources (repeat --source): \(SourceSpec.usage)
+            Flags override the values of --config FILE (JSON, see deploy/capture-agent.example.json).
+            SIGINT/SIGTERM stop gracefully (tracks end, the session is closed and finalized); a second one exits at once.
+            """)
+
+    @Option(help: "JSON configuration file; flags override it.") public var config: String?
+    @Option(help: "record-server address, HOST:PORT (port defaults to 7443).") public var server: String?
+    @Option(help: "CA certificate (PEM) that signed the server certificate.") public var ca: String?
+    @Option(help: "This agent's client certificate (PEM).") public var cert: String?
+    @Option(help: "This agent's private key (PEM).") public var key: String?
+    @Option(help: "Bearer token, for deployments without client certificates.") public var token: String?
+    @Option(name: .customLong("agent-id"), help: "Agent id ([A-Za-z0-9._-], must match the certificate).") public var agentID: String?
+    @Option(name: .customLong("source"), help: "NAME=KIND:ARG, e.g. front=v4l2:/dev/video0 back=test:1280x720@30 mic=alsa:default.")
+    public var sources: [String] = []
+    @Flag(help: "Start recording at once instead of waiting for the server's StartSession.") public var record = false
+    @Option(name: .customLong("session-id"), help: "Session id for --record (default: <agent>-<UTC time>-<random>).") public var sessionID: String?
+    @Option(help: "With --record: stop after this many seconds.") public var duration: Double?
+    @Option(name: .customLong("label"), help: "KEY=VALUE label on every session (repeatable).") public var labels: [String] = []
+    @Option(help: "x264 preset (ultrafast … placebo).") public var preset: String?
+    @Option(help: "x264 tune; \"none\" for no tune (default zerolatency).") public var tune: String?
+    @Option(help: "x264 constant rate factor 0…51 (default 23).") public var crf: Double?
+    @Option(name: .customLong("bitrate"), help: "x264 average bitrate in kbit/s (instead of CRF).") public var bitrateKbps: Int?
+    @Option(name: .customLong("keyint"), help: "Keyframe interval in frames (default 2 s).") public var keyframeInterval: Int?
+    @Option(help: "x264 threads (0 = auto).") public var threads: Int?
+    @Option(help: "H.264 profile limit (baseline, main, high).") public var profile: String?
+    @Option(name: .customLong("opus-bitrate"), help: "Opus bitrate in bit/s.") public var opusBitrate: Int?
+    @Option(name: .customLong("opus-application"), help: "audio, voip or lowdelay.") public var opusApplication: String?
+    @Option(name: .customLong("buffer-mb"), help: "Resend buffer bound in MiB (default 512).") public var bufferMegabytes: Int?
+    @Option(name: .customLong("buffer-seconds"), help: "Resend buffer bound in seconds of media (default 300).") public var bufferSeconds: Double?
+    @Option(name: .customLong("reconnect-initial-ms"), help: "First reconnect delay ceiling (default 250).") public var reconnectInitial: Int?
+    @Option(name: .customLong("reconnect-max-ms"), help: "Largest reconnect delay ceiling (default 10000).") public var reconnectMax: Int?
+    @Flag(name: .customLong("fast-files"), help: "Read y4m/wav sources as fast as possible instead of in real time.") public var fastFiles = false
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.") public var logLevel: String?
+
+    public init() {}
+
+    public func run() async throws {
+        let settings: AgentSettings
+        let level: Logger.Level
+        do {
+            (settings, level) = try resolve()
+        } catch {
+            throw ValidationError(error.message)
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "capture-agent")
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let runtime = try AgentRuntime(settings: settings, logger: logger, group: group)
+        let signals = [SIGINT, SIGTERM].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { runtime.shutdown() }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
+        do {
+            try await runtime.run()
+        } catch {
+            logger.error("\(error)")
+            try? await group.shutdownGracefully()
+            throw ExitCode(1)
+        }
+        try? await group.shutdownGracefully()
+    }
+
+    /// Merges the config file and the flags into settings; every problem is one clear message.
+    func resolve() throws(ConfigError) -> (AgentSettings, Logger.Level) {
+        let file = try config.map { path throws(ConfigError) in try AgentConfigFile.load(path: path) } ?? AgentConfigFile()
+
+        guard let serverText = server ?? file.server else { throw ConfigError("--server HOST:PORT is required (or \"server\" in the config)") }
+        let (host, port) = try parseServerAddress(serverText)
+        guard let caPath = ca ?? file.ca else { throw ConfigError("--ca CA.pem is required") }
+        let certPath = cert ?? file.cert, keyPath = key ?? file.key
+        let bearer = token ?? file.token
+        guard certPath != nil || bearer != nil else { throw ConfigError("--cert and --key (or --token) are required") }
+        guard let agentText = agentID ?? file.agentID else { throw ConfigError("--agent-id is required") }
+        let agent: Identifier
+        do { agent = try Identifier(validating: agentText) } catch { throw ConfigError("--agent-id: \(error.message)") }
+
+        let specTexts = sources.isEmpty ? (file.sources ?? []) : sources
+        guard !specTexts.isEmpty else { throw ConfigError("at least one --source is required; \(SourceSpec.usage)") }
+        var specs: [SourceSpec] = []
+        for text in specTexts {
+            do { specs.append(try SourceSpec.parse(text)) } catch { throw ConfigError(error.description) }
+        }
+        let names = specs.map(\.name)
+        if let dup = names.first(where: { n in names.filter { $0 == n }.count > 1 }) {
+            throw ConfigError("source name \"\(dup)\" is used twice")
+        }
+        guard specs.count <= 16 else { throw ConfigError("at most 16 sources (protocol limit of tracks per session)") }
+
+        let tls: TLSConfiguration
+        do {
+            tls = try TLSConfigurations.client(caPEMPath: caPath, certificatePEMPath: certPath, privateKeyPEMPath: keyPath, serverHostname: host)
+        } catch {
+            throw ConfigError("TLS: \(error)")
+        }
+
+        let record = self.record || (file.record ?? false)
+        let durationValue = duration ?? file.durationSeconds
+        if let d = durationValue {
+            guard d > 0 else { throw ConfigError("--duration must be positive") }
+            guard record else { throw ConfigError("--duration applies to --record sessions only") }
+        }
+        var session: Identifier?
+        if let text = sessionID ?? file.sessionID {
+            do { session = try Identifier(validating: text) } catch { throw ConfigError("--session-id: \(error.message)") }
+        }
+        var labelSet: [Label] = []
+        var pairs: [(String, String)] = (file.labels ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        for text in labels {
+            guard let eq = text.firstIndex(of: "=") else { throw ConfigError("--label \"\(text)\" is not KEY=VALUE") }
+            let k = String(text[..<eq]), v = String(text[text.index(after: eq)...])
+            pairs.removeAll { $0.0 == k }
+            pairs.append((k, v))
+        }
+        for (k, v) in pairs {
+            do { labelSet.append(Label(try Identifier(validating: k), v)) } catch { throw ConfigError("label key \"\(k)\": \(error.message)") }
+        }
+
+        var video = VideoEncodingSettings()
+        if let v = preset ?? file.video?.preset { video.preset = v }
+        if let t = tune ?? file.video?.tune { video.tune = t == "none" ? nil : t }
+        if let c = crf ?? file.video?.crf { video.crf = c }
+        video.bitrateKbps = bitrateKbps ?? file.video?.bitrateKbps
+        video.keyframeInterval = keyframeInterval ?? file.video?.keyframeInterval
+        if let t = threads ?? file.video?.threads { video.threads = t }
+        video.profile = profile ?? file.video?.profile
+        var audio = AudioEncodingSettings()
+        audio.bitrate = opusBitrate ?? file.audio?.bitrate
+        if let a = opusApplication ?? file.audio?.application { audio.application = a }
+        guard audio.opusApplication != nil else { throw ConfigError("--opus-application must be audio, voip or lowdelay") }
+
+        var limits = ResendBuffer.Limits()
+        if let mb = bufferMegabytes ?? file.buffer?.maxMegabytes {
+            guard mb > 0 else { throw ConfigError("--buffer-mb must be positive") }
+            limits.maxBytes = mb * 1024 * 1024
+        }
+        if let s = bufferSeconds ?? file.buffer?.maxSeconds {
+            guard s > 0 else { throw ConfigError("--buffer-seconds must be positive") }
+            limits.maxDuration = Int64(s * 1e9)
+        }
+        let initial = Int64(reconnectInitial ?? file.reconnect?.initialMillis ?? 250) * 1_000_000
+        let maximum = Int64(reconnectMax ?? file.reconnect?.maxMillis ?? 10_000) * 1_000_000
+        guard initial > 0, maximum >= initial else { throw ConfigError("reconnect delays must be positive with max ≥ initial") }
+
+        let levelText = logLevel ?? file.logLevel ?? "info"
+        guard let level = Logger.Level(rawValue: levelText) else { throw ConfigError("--log-level \"\(levelText)\" is not a swift-log level") }
+
+        let settings = AgentSettings(
+            host: host, port: port, tls: tls, tlsHostname: TLSConfigurations.handlerHostname(for: host),
+            agentID: agent, bearerToken: bearer, sources: specs, video: video, audio: audio, bufferLimits: limits,
+            backoff: ReconnectBackoff(initial: initial, maximum: maximum), record: record, sessionID: session,
+            duration: durationValue, labels: labelSet, fastFiles: fastFiles || (file.fastFiles ?? false))
+        return (settings, level)
+    }
+}

@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CALSA
+
+/// `alsa:DEVICE`: a microphone through libasound, S16_LE interleaved, 48 kHz, 1 or 2
+/// channels, read in 960-frame (20 ms) periods. Timestamps come from the sample count,
+/// anchored and drift-corrected on the monotonic clock by ``AudioClockMapper``.
+public final class ALSACaptureSource: CaptureSource {
+    public static let periodFrames = 960
+    public static let sampleRate = 48000
+    public let name: String
+    public let isLive = true
+    public let format: SourceFormat
+    private let device: String
+    private let channels: Int
+    private let clock: any MonotonicClock
+    private var pcm: OpaquePointer?
+    private var mapper = AudioClockMapper(sampleRate: ALSACaptureSource.sampleRate)
+    private var lost = 0
+    /// Overruns recovered so far (each one is also reported as lost chunks).
+    public private(set) var overruns = 0
+
+    /// Drift and correction so far, for logs.
+    public var clockMapper: AudioClockMapper { mapper }
+
+    public init(device: String, channels: Int = 1, clock: any MonotonicClock) {
+        self.name = "alsa:\(device)"
+        self.device = device
+        self.channels = channels
+        self.clock = clock
+        self.format = .audio(sampleRate: Self.sampleRate, channels: channels)
+    }
+
+    deinit { stop() }
+
+    public func start() throws(CaptureError) {
+        guard channels == 1 || channels == 2 else {
+            throw CaptureError(.invalidInput, "\(name): \(channels) channels; mono or stereo only")
+        }
+        var handle: OpaquePointer?
+        let openResult = snd_pcm_open(&handle, device, SND_PCM_STREAM_CAPTURE, 0)
+        guard openResult >= 0, let handle else {
+            throw CaptureError(.openFailed, "\(name): snd_pcm_open failed: \(Self.describe(openResult))")
+        }
+        // soft_resample = 1 lets alsa-lib convert when the hardware has no 48 kHz mode; the
+        // 100 ms latency leaves room for scheduling hiccups without overruns.
+        let setResult = snd_pcm_set_params(
+            handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED,
+            UInt32(channels), UInt32(Self.sampleRate), 1, 100_000)
+        guard setResult >= 0 else {
+            snd_pcm_close(handle)
+            throw CaptureError(.negotiationFailed, "\(name): S16_LE \(channels) ch 48000 Hz refused: \(Self.describe(setResult))")
+        }
+        pcm = handle
+        mapper = AudioClockMapper(sampleRate: Self.sampleRate)
+    }
+
+    public func read() throws(CaptureError) -> CapturedMedia? {
+        guard let pcm else { return nil }
+        var buffer = [Int16](repeating: 0, count: Self.periodFrames * channels)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(Self.periodFrames)) }
+            if n > 0 {
+                let now = clock.now()
+                var delay: snd_pcm_sframes_t = 0
+                if snd_pcm_delay(pcm, &delay) < 0 { delay = 0 }
+                let frames = Int(n)
+                let stamp = mapper.stamp(frames: frames, delayFrames: Int(delay), now: now)
+                // A re-anchor means time went missing: at least one chunk, or as many as the gap holds.
+                if stamp.discontinuity { lost += max(1, stamp.lostChunks) }
+                if frames < Self.periodFrames { buffer.removeSubrange((frames * channels)...) }
+                return .audio(buffer, frames: frames, pts: stamp.pts)
+            }
+            let code = Int32(n)
+            switch -code {
+            case EAGAIN, EINTR:
+                continue
+            case EPIPE, ESTRPIPE:
+                // Overrun (or suspend): samples were lost. Recover, then let the clock say
+                // how much time went missing when the next chunk arrives.
+                overruns += 1
+                let r = snd_pcm_recover(pcm, code, 1)
+                guard r >= 0 else {
+                    throw CaptureError(.ioError(-r), "\(name): cannot recover from an overrun: \(Self.describe(r))")
+                }
+                mapper.resynchronize()
+                continue
+            case ENODEV:
+                throw CaptureError(.deviceLost, "\(name): device disappeared (ENODEV)")
+            default:
+                throw CaptureError(.ioError(-code), "\(name): snd_pcm_readi failed: \(Self.describe(code))")
+            }
+        }
+    }
+
+    public func takeLostCount() -> Int {
+        defer { lost = 0 }
+        return lost
+    }
+
+    public func stop() {
+        if let pcm {
+            snd_pcm_drop(pcm)
+            snd_pcm_close(pcm)
+        }
+        pcm = nil
+    }
+
+    static func describe(_ code: Int32) -> String {
+        "\(String(cString: snd_strerror(code))) (\(code))"
+    }
+}

@@ -1,0 +1,107 @@
+import MediaEncoding
+
+/// What a source produces, known once it has started (a camera reports what it granted).
+public enum SourceFormat: Sendable, Equatable, CustomStringConvertible {
+    /// I420 pictures of a fixed size at a nominal rate of `fpsNumerator/fpsDenominator`.
+    case video(width: Int, height: Int, fpsNumerator: Int, fpsDenominator: Int)
+    /// Interleaved signed 16-bit PCM.
+    case audio(sampleRate: Int, channels: Int)
+
+    public var isVideo: Bool {
+        if case .video = self { return true }
+        return false
+    }
+
+    /// The nominal frame rate rounded to whole frames per second (what x264 is given).
+    public var roundedFPS: Int {
+        guard case .video(_, _, let n, let d) = self, d > 0 else { return 0 }
+        return max(1, Int((Double(n) / Double(d)).rounded()))
+    }
+
+    public var description: String {
+        switch self {
+        case .video(let w, let h, let n, let d):
+            let fps = d == 1 ? "\(n)" : "\(n)/\(d)"
+            return "video \(w)x\(h) I420 @ \(fps) fps"
+        case .audio(let rate, let channels):
+            return "audio S16LE \(rate) Hz \(channels) ch"
+        }
+    }
+}
+
+/// One captured unit, stamped on CLOCK_MONOTONIC nanoseconds (see docs/agent.md "Clock model").
+public enum CapturedMedia: Sendable {
+    /// A picture; `pts` is when it was captured.
+    case video(I420Frame, pts: Int64)
+    /// `frames` sample frames of interleaved PCM; `pts` is the time of the first one.
+    case audio([Int16], frames: Int, pts: Int64)
+
+    public var pts: Int64 {
+        switch self {
+        case .video(_, let pts), .audio(_, _, let pts): pts
+        }
+    }
+}
+
+/// Why a source stopped or could not start. The message is for people; the code is for
+/// callers that react differently (e.g. a lost device ends the track with an error).
+public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: Sendable, Equatable {
+        /// The source specification or the file content is not acceptable.
+        case invalidInput
+        /// The device or file could not be opened.
+        case openFailed
+        /// The device does not do what is needed (no capture, no streaming, no I420).
+        case unsupported
+        /// Format negotiation failed.
+        case negotiationFailed
+        /// The device disappeared while capturing (ENODEV, e.g. unplugged).
+        case deviceLost
+        /// Any other I/O error while capturing; `errno` when there is one.
+        case ioError(Int32)
+        /// No data within the watchdog interval.
+        case timeout
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    public static func == (lhs: CaptureError, rhs: CaptureError) -> Bool { lhs.code == rhs.code }
+}
+
+/// A capture source: a camera, a microphone, a file or a synthetic generator.
+///
+/// Sources are pull-based and blocking: ``read()`` waits for the next frame (device,
+/// or the injected clock for paced sources). Each one runs on its own thread
+/// (``SourcePipeline``) so that blocking never touches the Swift concurrency pool or
+/// the network event loop.
+public protocol CaptureSource: AnyObject {
+    /// A short description for logs, e.g. `v4l2:/dev/video0`.
+    var name: String { get }
+    /// Live sources (cameras, microphones, real-time paced generators) cannot wait:
+    /// when the encoder falls behind their frames are dropped at the source and
+    /// reported. Non-live sources (files read as fast as possible) are simply slowed.
+    var isLive: Bool { get }
+    /// Opens the device/file and negotiates; after this ``format`` is final.
+    func start() throws(CaptureError)
+    /// The format produced (valid after ``start()``).
+    var format: SourceFormat { get }
+    /// The next unit, or nil at the end of the stream. Throws when the source fails.
+    func read() throws(CaptureError) -> CapturedMedia?
+    /// Capture units lost inside the source since the last call (a V4L2 sequence gap, an
+    /// ALSA overrun), to be reported as capture drops. Resets the count.
+    func takeLostCount() -> Int
+    /// Stops capturing and releases the device; safe to call more than once.
+    func stop()
+}
+
+extension CaptureSource {
+    public func takeLostCount() -> Int { 0 }
+}

@@ -1,0 +1,145 @@
+import Foundation
+
+/// The bounded hand-off between a capture thread and its encoder thread.
+///
+/// A live source cannot wait (a camera keeps exposing, a sound card keeps sampling), so
+/// when the encoder falls behind and the queue is full, ``offer(_:)`` drops the new
+/// unit and counts it instead of letting latency and memory grow. The count travels
+/// with the next unit that does get in (or with the end of the stream), so the
+/// consumer reports each run of drops exactly where it happened. Non-live producers
+/// (files read as fast as possible) use ``put(_:)``, which waits for room.
+public final class DropAtSourceQueue<Element>: @unchecked Sendable {
+    /// Units missing right before an item: dropped here because the queue was full
+    /// (`overflow`), or lost inside the source and recorded with ``recordLost(_:)``.
+    public struct Drops: Sendable, Equatable {
+        public var overflow = 0
+        public var lost = 0
+        public init(overflow: Int = 0, lost: Int = 0) {
+            self.overflow = overflow
+            self.lost = lost
+        }
+        public var isEmpty: Bool { overflow == 0 && lost == 0 }
+    }
+
+    /// What the consumer takes out.
+    public enum Item {
+        /// A unit, preceded by the units that went missing right before it.
+        case element(Element, dropsBefore: Drops)
+        /// The producer finished; `dropsBefore` went missing after the last element.
+        case end(dropsBefore: Drops)
+    }
+
+    public let capacity: Int
+    private let condition = NSCondition()
+    private var items: [Element] = []
+    private var head = 0
+    private var dropsBefore: [Drops] = []
+    private var pendingDrops = Drops()
+    private var closed = false
+    private var cancelled = false
+    private var droppedCount = 0
+    private var lostCount = 0
+
+    /// Every unit dropped for lack of room so far.
+    public var totalDropped: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return droppedCount
+    }
+
+    /// Every unit recorded as lost by the source so far.
+    public var totalLost: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return lostCount
+    }
+
+    public init(capacity: Int) {
+        precondition(capacity >= 1)
+        self.capacity = capacity
+    }
+
+    private var count: Int { items.count - head }
+
+    /// Adds `element` if there is room; otherwise drops it, counts it and returns false.
+    @discardableResult
+    public func offer(_ element: Element) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !closed else { return false }
+        guard count < capacity else {
+            pendingDrops.overflow += 1
+            droppedCount += 1
+            return false
+        }
+        append(element)
+        return true
+    }
+
+    /// Adds `element`, waiting for room. Returns false if the queue was cancelled.
+    @discardableResult
+    public func put(_ element: Element) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while count >= capacity && !cancelled { condition.wait() }
+        guard !closed else { return false }
+        append(element)
+        return true
+    }
+
+    private func append(_ element: Element) {
+        items.append(element)
+        dropsBefore.append(pendingDrops)
+        pendingDrops = Drops()
+        condition.broadcast()
+    }
+
+    /// Records `n` units the source itself lost (they never reached the queue); they are
+    /// reported like queue drops, at this position.
+    public func recordLost(_ n: Int) {
+        guard n > 0 else { return }
+        condition.lock()
+        pendingDrops.lost += n
+        lostCount += n
+        condition.unlock()
+    }
+
+    /// No more elements will be offered; the consumer gets what is queued, then `.end`.
+    public func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Like ``close()`` but also wakes a producer blocked in ``put(_:)``.
+    public func cancel() {
+        condition.lock()
+        closed = true
+        cancelled = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The next item, waiting for one.
+    public func take() -> Item {
+        condition.lock()
+        defer { condition.unlock() }
+        while count == 0 && !closed { condition.wait() }
+        if count == 0 {
+            let drops = pendingDrops
+            pendingDrops = Drops()
+            return .end(dropsBefore: drops)
+        }
+        let element = items[head]
+        let drops = dropsBefore[head]
+        head += 1
+        if head >= 64 && head * 2 >= items.count {
+            items.removeFirst(head)
+            dropsBefore.removeFirst(head)
+            head = 0
+        }
+        condition.broadcast()
+        return .element(element, dropsBefore: drops)
+    }
+}

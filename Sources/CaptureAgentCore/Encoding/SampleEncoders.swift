@@ -1,0 +1,188 @@
+import MediaEncoding
+import NIOCore
+import WireProtocol
+
+/// Turns captured media of one track into encoded samples. One instance per track,
+/// used from that track's encoder thread only.
+public protocol SampleEncoder: AnyObject {
+    /// The codec part of the track descriptor (H.264 parameter sets, OpusHead).
+    var mediaFormat: MediaFormat { get }
+    /// Suggested media timescale for the recording.
+    var timescale: UInt32 { get }
+    func encode(_ media: CapturedMedia) throws(EncoderError) -> [EncodedSample]
+    /// Drains what the encoder still holds (end of stream).
+    func flush() throws(EncoderError) -> [EncodedSample]
+    /// Input units were lost right before the next one.
+    func inputDiscontinuity()
+    /// The next picture should be a keyframe (after samples were dropped downstream).
+    func requestKeyframe()
+}
+
+/// x264 settings chosen by the operator; size and rate come from the source.
+public struct VideoEncodingSettings: Sendable, Equatable {
+    public var preset: String
+    public var tune: String?
+    /// CRF when `bitrateKbps` is nil.
+    public var crf: Double
+    public var bitrateKbps: Int?
+    /// Keyframe interval in frames; nil = two seconds' worth.
+    public var keyframeInterval: Int?
+    public var threads: Int
+    public var profile: String?
+
+    public init(preset: String = "veryfast", tune: String? = "zerolatency", crf: Double = 23, bitrateKbps: Int? = nil,
+                keyframeInterval: Int? = nil, threads: Int = 0, profile: String? = nil) {
+        self.preset = preset
+        self.tune = tune
+        self.crf = crf
+        self.bitrateKbps = bitrateKbps
+        self.keyframeInterval = keyframeInterval
+        self.threads = threads
+        self.profile = profile
+    }
+}
+
+/// Opus settings chosen by the operator.
+public struct AudioEncodingSettings: Sendable, Equatable {
+    /// bits per second; nil = 64000 mono / 96000 stereo.
+    public var bitrate: Int?
+    /// "audio", "voip" or "lowdelay".
+    public var application: String
+
+    public init(bitrate: Int? = nil, application: String = "audio") {
+        self.bitrate = bitrate
+        self.application = application
+    }
+
+    var opusApplication: OpusEncoder.Application? {
+        switch application {
+        case "audio": .audio
+        case "voip": .voip
+        case "lowdelay", "restricted-lowdelay": .lowDelay
+        default: nil
+        }
+    }
+}
+
+/// H.264 through ``H264Encoder`` in length-prefixed form (protocol.md §6.12), SPS/PPS
+/// also repeated in-band before keyframes so that any keyframe starts a decodable stream.
+public final class H264SampleEncoder: SampleEncoder {
+    public let track: UInt8
+    private let encoder: H264Encoder
+    private let frameDuration: Int64
+    private var keyframeRequested = false
+
+    public init(track: UInt8, width: Int, height: Int, fpsNumerator: Int, fpsDenominator: Int, settings s: VideoEncodingSettings) throws(EncoderError) {
+        self.track = track
+        let fps = max(1, Int((Double(fpsNumerator) / Double(max(1, fpsDenominator))).rounded()))
+        encoder = try H264Encoder(settings: .init(
+            width: width, height: height, fps: fps, preset: s.preset, tune: s.tune,
+            rateControl: s.bitrateKbps.map { .bitrate(kbps: $0) } ?? .crf(s.crf),
+            keyframeInterval: s.keyframeInterval, bFrames: 0, threads: s.threads, profile: s.profile,
+            annexB: false, repeatHeaders: true))
+        frameDuration = nanoseconds(count: 1, numerator: Int64(max(1, fpsNumerator)), denominator: Int64(max(1, fpsDenominator)))
+    }
+
+    public var mediaFormat: MediaFormat {
+        .h264(H264Format(
+            width: UInt16(encoder.settings.width), height: UInt16(encoder.settings.height),
+            sequenceParameterSets: [encoder.sps], pictureParameterSets: [encoder.pps]))
+    }
+
+    public var timescale: UInt32 { 90000 }
+
+    public func encode(_ media: CapturedMedia) throws(EncoderError) -> [EncodedSample] {
+        guard case .video(let frame, let pts) = media else {
+            throw EncoderError(.wrongFrameSize, "track \(track): audio given to the video encoder")
+        }
+        let force = keyframeRequested
+        keyframeRequested = false
+        return try encoder.encode(frame, pts: pts, forceKeyframe: force).map(sample)
+    }
+
+    public func flush() throws(EncoderError) -> [EncodedSample] {
+        try encoder.flush().map(sample)
+    }
+
+    public func inputDiscontinuity() {}
+
+    public func requestKeyframe() { keyframeRequested = true }
+
+    private func sample(_ f: EncodedVideoFrame) -> EncodedSample {
+        EncodedSample(track: track, pts: f.pts, dts: f.dts, duration: frameDuration, isKeyframe: f.isKeyframe, bytes: f.data)
+    }
+}
+
+/// Opus through ``OpusEncoder``: PCM of any chunking is regrouped into 20 ms frames;
+/// each packet is stamped with the time of its first sample.
+public final class OpusSampleEncoder: SampleEncoder {
+    public let track: UInt8
+    private let encoder: OpusEncoder
+    private let channels: Int
+    private var pending: [Int16] = []
+    private var pendingPTS: Int64 = 0
+    private static let packetDuration: Int64 = 20_000_000
+
+    public init(track: UInt8, channels: Int, settings: AudioEncodingSettings) throws(EncoderError) {
+        guard let application = settings.opusApplication else {
+            throw EncoderError(.invalidSettings, "Opus application '\(settings.application)' is not audio, voip or lowdelay")
+        }
+        self.track = track
+        self.channels = channels
+        encoder = try OpusEncoder(sampleRate: 48000, channels: channels, bitrate: settings.bitrate.map { Int32($0) }, application: application)
+        pending.reserveCapacity(encoder.frameSize * channels)
+    }
+
+    public var mediaFormat: MediaFormat {
+        .opus(OpusFormat(sampleRate: 48000, channels: UInt8(channels), opusHead: encoder.opusHead))
+    }
+
+    public var timescale: UInt32 { 48000 }
+
+    public func encode(_ media: CapturedMedia) throws(EncoderError) -> [EncodedSample] {
+        guard case .audio(let pcm, let frames, let pts) = media else {
+            throw EncoderError(.wrongFrameSize, "track \(track): video given to the audio encoder")
+        }
+        var out: [EncodedSample] = []
+        if pendingDiscontinuity {
+            pendingDiscontinuity = false
+            out += try flush()
+        }
+        let frameSize = encoder.frameSize
+        var consumed = 0
+        while consumed < frames {
+            if pending.isEmpty {
+                pendingPTS = pts + nanoseconds(count: Int64(consumed), numerator: 48000, denominator: 1)
+            }
+            let take = min(frameSize - pending.count / channels, frames - consumed)
+            pending.append(contentsOf: pcm[(consumed * channels)..<((consumed + take) * channels)])
+            consumed += take
+            if pending.count == frameSize * channels {
+                out.append(try emit())
+            }
+        }
+        return out
+    }
+
+    public func flush() throws(EncoderError) -> [EncodedSample] {
+        guard !pending.isEmpty else { return [] }
+        pending.append(contentsOf: repeatElement(0, count: encoder.frameSize * channels - pending.count))
+        return [try emit()]
+    }
+
+    /// After lost input, a partial frame would splice audio from both sides of the gap:
+    /// it is completed with silence and sent as it is.
+    public func inputDiscontinuity() {
+        pendingDiscontinuity = true
+    }
+
+    private var pendingDiscontinuity = false
+
+    public func requestKeyframe() {}
+
+    private func emit() throws(EncoderError) -> EncodedSample {
+        let packet = try encoder.encode(pending)
+        pending.removeAll(keepingCapacity: true)
+        return EncodedSample(track: track, pts: pendingPTS, dts: pendingPTS, duration: Self.packetDuration, isKeyframe: true, bytes: packet)
+    }
+}

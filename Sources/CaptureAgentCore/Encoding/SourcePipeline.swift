@@ -1,0 +1,167 @@
+import Foundation
+import Logging
+import MediaEncoding
+import WireProtocol
+
+/// Receives what a pipeline produces, from the pipeline's encoder thread, in order.
+public protocol PipelineSink: AnyObject, Sendable {
+    /// Samples went missing right before the next produced sample of `track`.
+    func pipelineDropped(track: UInt8, count: Int, reason: DropReport.Reason)
+    func pipelineProduced(_ sample: EncodedSample)
+    /// The track is over; nothing more will come from this pipeline.
+    func pipelineEnded(track: UInt8, reason: TrackEnd.Reason, message: String)
+}
+
+/// One source → bounded queue → one encoder, each stage on its own thread.
+///
+/// The capture thread only reads and hands off, so a slow encoder never delays a
+/// device read: when the queue is full, a live source's frame is dropped right there,
+/// counted, and reported (`DropReport` reason `encoderError`: the encoder skipped it)
+/// before the next frame that gets through — loss is never silent. Frames the source
+/// itself lost are reported with reason `captureError`.
+public final class SourcePipeline: @unchecked Sendable {
+    public let track: UInt8
+    public let label: String
+    public let source: any CaptureSource
+    public let encoder: any SampleEncoder
+    private let queue: DropAtSourceQueue<CapturedMedia>
+    private weak var sink: (any PipelineSink)?
+    private let logger: Logger
+    private let lock = NSLock()
+    private var stopRequested = false
+    private var keyframeWanted = false
+    private var captureFailure: CaptureError?
+    private let finished = DispatchGroup()
+
+    /// - Parameters:
+    ///   - source: already started (its format is final).
+    ///   - queueCapacity: units between capture and encoder.
+    public init(track: UInt8, label: String, source: any CaptureSource, encoder: any SampleEncoder,
+                queueCapacity: Int, sink: any PipelineSink, logger: Logger) {
+        self.track = track
+        self.label = label
+        self.source = source
+        self.encoder = encoder
+        self.queue = DropAtSourceQueue(capacity: queueCapacity)
+        self.sink = sink
+        self.logger = logger
+    }
+
+    /// The track descriptor of this pipeline (protocol.md §6.6.1).
+    public var trackDescriptor: TrackDescriptor {
+        TrackDescriptor(id: track, label: label, timescale: encoder.timescale, format: encoder.mediaFormat)
+    }
+
+    /// Units dropped because the encoder was behind, and units the source lost.
+    public var dropCounts: (overflow: Int, lost: Int) { (queue.totalDropped, queue.totalLost) }
+
+    /// Starts the capture and encoder threads.
+    public func run() {
+        finished.enter()
+        finished.enter()
+        let capture = Thread { [self] in captureLoop(); finished.leave() }
+        capture.name = "capture-\(label)"
+        let encode = Thread { [self] in encodeLoop(); finished.leave() }
+        encode.name = "encode-\(label)"
+        capture.start()
+        encode.start()
+    }
+
+    /// Asks the source to stop; queued frames are still encoded, then the track ends
+    /// (end of stream).
+    public func stop() {
+        lock.lock()
+        stopRequested = true
+        lock.unlock()
+        if !source.isLive { queue.cancel() }
+    }
+
+    /// Blocks until both threads are done.
+    public func waitUntilFinished() { finished.wait() }
+
+    /// The next picture will be encoded as a keyframe (called from any thread).
+    public func requestKeyframe() {
+        lock.lock()
+        keyframeWanted = true
+        lock.unlock()
+    }
+
+    private var shouldStop: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopRequested
+    }
+
+    private func captureLoop() {
+        while !shouldStop {
+            do {
+                guard let media = try source.read() else { break }
+                queue.recordLost(source.takeLostCount())
+                if source.isLive {
+                    if !queue.offer(media) && !shouldStop {
+                        logger.debug("encoder behind: frame dropped at the source", metadata: ["track": "\(label)"])
+                    }
+                } else {
+                    queue.put(media)
+                }
+            } catch {
+                queue.recordLost(source.takeLostCount())
+                lock.lock()
+                captureFailure = error
+                lock.unlock()
+                logger.error("capture failed: \(error)", metadata: ["track": "\(label)", "source": "\(source.name)"])
+                break
+            }
+        }
+        source.stop()
+        queue.close()
+    }
+
+    private func encodeLoop() {
+        while true {
+            switch queue.take() {
+            case .element(let media, let drops):
+                report(drops)
+                if !drops.isEmpty { encoder.inputDiscontinuity() }
+                lock.lock()
+                let wantKeyframe = keyframeWanted
+                keyframeWanted = false
+                lock.unlock()
+                if wantKeyframe { encoder.requestKeyframe() }
+                do {
+                    for sample in try encoder.encode(media) { sink?.pipelineProduced(sample) }
+                } catch {
+                    logger.error("encoder failed on one unit: \(error)", metadata: ["track": "\(label)"])
+                    sink?.pipelineDropped(track: track, count: 1, reason: .encoderError)
+                }
+            case .end(let drops):
+                do {
+                    for sample in try encoder.flush() { sink?.pipelineProduced(sample) }
+                } catch {
+                    logger.error("encoder flush failed: \(error)", metadata: ["track": "\(label)"])
+                }
+                report(drops)
+                lock.lock()
+                let failure = captureFailure
+                lock.unlock()
+                if let failure {
+                    sink?.pipelineEnded(track: track, reason: .error, message: failure.message)
+                } else {
+                    sink?.pipelineEnded(track: track, reason: .endOfStream, message: "")
+                }
+                return
+            }
+        }
+    }
+
+    private func report(_ drops: DropAtSourceQueue<CapturedMedia>.Drops) {
+        if drops.overflow > 0 {
+            logger.warning("dropped \(drops.overflow) unit(s) at the source: the encoder could not keep up", metadata: ["track": "\(label)"])
+            sink?.pipelineDropped(track: track, count: drops.overflow, reason: .encoderError)
+        }
+        if drops.lost > 0 {
+            logger.warning("source lost \(drops.lost) unit(s)", metadata: ["track": "\(label)", "source": "\(source.name)"])
+            sink?.pipelineDropped(track: track, count: drops.lost, reason: .captureError)
+        }
+    }
+}

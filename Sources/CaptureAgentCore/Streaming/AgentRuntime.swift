@@ -1,0 +1,424 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import WireProtocol
+
+/// Everything the running agent needs, whether it came from flags or a config file.
+public struct AgentSettings: Sendable {
+    public var host: String
+    public var port: Int
+    public var tls: TLSConfiguration
+    /// Name given to the TLS handler (SNI and verification); nil for IP literals.
+    public var tlsHostname: String?
+    public var agentID: Identifier
+    public var bearerToken: String?
+    public var sources: [SourceSpec]
+    public var video: VideoEncodingSettings
+    public var audio: AudioEncodingSettings
+    public var bufferLimits: ResendBuffer.Limits
+    public var backoff: ReconnectBackoff
+    /// Start a session at once instead of waiting for the server's StartSession.
+    public var record: Bool
+    public var sessionID: Identifier?
+    /// Stop the (self-started) session after this many seconds.
+    public var duration: Double?
+    public var labels: [Label]
+    public var fastFiles: Bool
+    /// Units between each source and its encoder.
+    public var videoQueueFrames: Int
+    public var audioQueueChunks: Int
+
+    public init(host: String, port: Int, tls: TLSConfiguration, tlsHostname: String?, agentID: Identifier,
+                bearerToken: String? = nil, sources: [SourceSpec], video: VideoEncodingSettings = .init(),
+                audio: AudioEncodingSettings = .init(), bufferLimits: ResendBuffer.Limits = .init(),
+                backoff: ReconnectBackoff = .init(), record: Bool = false, sessionID: Identifier? = nil,
+                duration: Double? = nil, labels: [Label] = [], fastFiles: Bool = false,
+                videoQueueFrames: Int = 8, audioQueueChunks: Int = 25) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.tlsHostname = tlsHostname
+        self.agentID = agentID
+        self.bearerToken = bearerToken
+        self.sources = sources
+        self.video = video
+        self.audio = audio
+        self.bufferLimits = bufferLimits
+        self.backoff = backoff
+        self.record = record
+        self.sessionID = sessionID
+        self.duration = duration
+        self.labels = labels
+        self.fastFiles = fastFiles
+        self.videoQueueFrames = videoQueueFrames
+        self.audioQueueChunks = audioQueueChunks
+    }
+}
+
+/// Why the agent stopped with an error.
+public struct AgentRuntimeError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// The running agent: one TLS connection (re-established as needed), the capture
+/// pipelines of the current session, and the ``AgentStateMachine`` between them.
+///
+/// All state lives on one event loop: channel callbacks arrive there, and pipeline
+/// threads hop onto it with `execute`. The state machine decides; this class only
+/// carries out its actions (writes, closes, timers, starting and stopping capture).
+public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecked Sendable {
+    private let settings: AgentSettings
+    private let clock: any MonotonicClock
+    private let logger: Logger
+    private let group: any EventLoopGroup
+    private let eventLoop: any EventLoop
+    private let sslContext: NIOSSLContext
+    private var machine: AgentStateMachine
+    private var channel: (any Channel)?
+    private var connection = 0
+    private var connected = false
+    private var pipelines: [SourcePipeline] = []
+    private var building = false
+    private var shuttingDown = false
+    private var stopping = false
+    private var ticker: RepeatedTask?
+    private var durationTimer: Scheduled<Void>?
+    private let done: EventLoopPromise<Void>
+    private var failure: AgentRuntimeError?
+    /// `run()` has returned: no more reconnects or captures.
+    private var finished = false
+
+    public init(settings: AgentSettings, clock: any MonotonicClock = SystemMonotonicClock(), logger: Logger,
+                group: any EventLoopGroup, random: any RandomNumberGenerator & Sendable = SplitMix64(seed: UInt64.random(in: .min ... .max))) throws {
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        self.group = group
+        self.eventLoop = group.next()
+        self.sslContext = try NIOSSLContext(configuration: settings.tls)
+        self.machine = AgentStateMachine(
+            configuration: .init(agentID: settings.agentID, softwareVersion: "capture-agent/1.0", bearerToken: settings.bearerToken,
+                                 bufferLimits: settings.bufferLimits, backoff: settings.backoff),
+            random: random)
+        self.done = eventLoop.makePromise()
+    }
+
+    /// Runs until the self-started session is finished (`--record` with `--duration` or a
+    /// shutdown request), or forever when commanded by the server.
+    public func run() async throws {
+        eventLoop.execute { [self] in
+            ticker = eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { [self] _ in
+                perform(machine.tick(now: clock.now()))
+            }
+            connect()
+            if settings.record { startCapture(labels: []) }
+        }
+        try await done.futureResult.get()
+    }
+
+    /// Ends gracefully: stops capture, sends everything, closes the session, waits for
+    /// the server's SessionClosed. Safe from any thread (signal handlers).
+    public func shutdown() {
+        eventLoop.execute { [self] in
+            if shuttingDown {
+                logger.warning("second stop request: exiting without waiting for the server")
+                finish()
+                return
+            }
+            shuttingDown = true
+            guard machine.sessionID != nil || building else {
+                finish()
+                return
+            }
+            logger.info("stopping: ending tracks and closing the session (stop again to exit at once)")
+            stopCapture()
+        }
+    }
+
+    // MARK: Connection
+
+    private func connect() {
+        connection += 1
+        let id = connection
+        let context = sslContext
+        let hostname = settings.tlsHostname
+        logger.info("connecting to \(settings.host):\(settings.port)")
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(.seconds(10))
+            .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
+            .channelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: context, serverHostname: hostname)
+                    try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(MCRPClientHandler(connection: id, delegate: self))
+                }
+            }
+            .connect(host: settings.host, port: settings.port)
+            .whenComplete { [self] result in
+                switch result {
+                case .success(let channel):
+                    guard id == connection else {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    self.channel = channel
+                case .failure(let error):
+                    guard id == connection else { return }
+                    logger.warning("cannot connect to \(settings.host):\(settings.port): \(error)")
+                    perform(machine.connectionLost(now: clock.now()))
+                }
+            }
+    }
+
+    func connectionActive(_ id: Int) {
+        guard id == connection else { return }
+        connected = true
+        perform(machine.connectionEstablished(now: clock.now()))
+    }
+
+    func connectionReceived(_ message: Message, connection id: Int) {
+        guard id == connection else { return }
+        perform(machine.received(message, now: clock.now()))
+        pump()
+    }
+
+    func connectionFailed(_ error: ProtocolError, connection id: Int) {
+        guard id == connection else { return }
+        perform(machine.protocolViolation(error, now: clock.now()))
+    }
+
+    func connectionWritable(connection id: Int) {
+        guard id == connection else { return }
+        pump()
+    }
+
+    func connectionInactive(_ id: Int) {
+        guard id == connection, connected else { return }
+        connected = false
+        channel = nil
+        if finished || (shuttingDown && machine.sessionID == nil) { return }
+        perform(machine.connectionLost(now: clock.now()))
+    }
+
+    func connectionError(_ error: any Error, connection id: Int) {
+        guard id == connection else { return }
+        logger.warning("connection error: \(error)")
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [AgentStateMachine.Action]) {
+        var wrote = false
+        for action in actions {
+            switch action {
+            case .send(let message):
+                if let channel, connected {
+                    channel.write(message, promise: nil)
+                    wrote = true
+                }
+            case .negotiated:
+                break
+            case .closeConnection(let reason):
+                logger.info("closing the connection: \(reason)")
+                if wrote { channel?.flush(); wrote = false }
+                channel?.close(promise: nil)
+            case .scheduleReconnect(let delay):
+                guard !finished else { break }
+                eventLoop.scheduleTask(in: .nanoseconds(delay)) { [self] in
+                    if !connected && !finished { connect() }
+                }
+            case .startCapture(let labels):
+                startCapture(labels: labels)
+            case .stopCapture:
+                stopCapture()
+            case .cancelCapture:
+                for pipeline in pipelines { pipeline.stop() }
+            case .requestKeyframe(let track):
+                pipelines.first { $0.track == track }?.requestKeyframe()
+            case .sessionFinished(let closed):
+                sessionEnded()
+                if closed.outcome == .cancelled && settings.record && !shuttingDown {
+                    failure = AgentRuntimeError("session \(closed.sessionID) was cancelled")
+                }
+            case .sessionFailed(let id, let report):
+                failure = AgentRuntimeError("session \(id) failed: \(report.code) \(report.message)")
+                sessionEnded()
+            case .log(let level, let text):
+                logger.log(level: level, "\(text)")
+            }
+        }
+        if wrote { channel?.flush() }
+    }
+
+    /// Sends what the state machine has, as long as the channel takes it.
+    private func pump() {
+        while let channel, connected, channel.isWritable {
+            let actions = machine.pump(maxBytes: 256 * 1024, now: clock.now())
+            guard !actions.isEmpty else { return }
+            perform(actions)
+        }
+    }
+
+    private func sessionEnded() {
+        let ending = pipelines
+        pipelines = []
+        stopping = false
+        durationTimer?.cancel()
+        for pipeline in ending { pipeline.stop() }
+        // Once a self-started recording is over (or a stop was asked for), the agent is done.
+        if settings.record || shuttingDown {
+            finish()
+        }
+    }
+
+    private func finish() {
+        guard !finished else { return }
+        finished = true
+        ticker?.cancel()
+        channel?.close(promise: nil)
+        if let failure {
+            done.fail(failure)
+        } else {
+            done.succeed(())
+        }
+    }
+
+    // MARK: Capture
+
+    private func startCapture(labels: [Label]) {
+        guard !building, pipelines.isEmpty, machine.sessionID == nil else {
+            logger.warning("a session is already starting or running; start request ignored")
+            return
+        }
+        building = true
+        let specs = settings.sources
+        let clock = self.clock
+        let epoch = clock.now()
+        let video = settings.video, audio = settings.audio
+        let fast = settings.fastFiles
+        let logger = self.logger
+        let queueVideo = settings.videoQueueFrames, queueAudio = settings.audioQueueChunks
+        // Opening devices may block (V4L2 negotiation, ALSA open): not on the event loop.
+        Thread.detachNewThread { [self] in
+            var built: [SourcePipeline] = []
+            var problem: String?
+            for (index, spec) in specs.enumerated() {
+                let track = UInt8(index + 1)
+                let source = spec.makeSource(clock: clock, epoch: epoch, fastFiles: fast)
+                do {
+                    try source.start()
+                    if let camera = source as? V4L2CaptureSource, let granted = camera.granted {
+                        logger.info("\(spec.name): device granted \(granted)")
+                    }
+                    let encoder: any SampleEncoder
+                    switch source.format {
+                    case .video(let w, let h, let n, let d):
+                        encoder = try H264SampleEncoder(track: track, width: w, height: h, fpsNumerator: n, fpsDenominator: d, settings: video)
+                    case .audio(_, let channels):
+                        encoder = try OpusSampleEncoder(track: track, channels: channels, settings: audio)
+                    }
+                    logger.info("\(spec.name) (track \(track)): \(source.name), \(source.format)")
+                    built.append(SourcePipeline(
+                        track: track, label: spec.name, source: source, encoder: encoder,
+                        queueCapacity: source.format.isVideo ? queueVideo : queueAudio, sink: self, logger: logger))
+                } catch {
+                    source.stop()
+                    problem = "\(spec.name): \(error)"
+                    break
+                }
+            }
+            eventLoop.execute { [self, problem] in
+                building = false
+                if let error = problem {
+                    logger.error("cannot start capture: \(error)")
+                    for pipeline in built { pipeline.source.stop() }
+                    if settings.record || shuttingDown {
+                        failure = AgentRuntimeError("cannot start capture: \(error)")
+                        finish()
+                    }
+                    return
+                }
+                openSession(pipelines: built, labels: labels)
+            }
+        }
+    }
+
+    private func openSession(pipelines built: [SourcePipeline], labels: [Label]) {
+        let id = settings.sessionID.flatMap { machine.sessionID == nil ? $0 : nil } ?? Self.newSessionID(agent: settings.agentID)
+        var all = settings.labels
+        for label in labels where !all.contains(where: { $0.key == label.key }) { all.append(label) }
+        pipelines = built
+        perform(machine.openSession(id: id, labels: all, tracks: built.map(\.trackDescriptor), now: clock.now()))
+        for pipeline in built { pipeline.run() }
+        if shuttingDown {
+            stopCapture()
+        } else if settings.record, let duration = settings.duration {
+            durationTimer = eventLoop.scheduleTask(in: .nanoseconds(Int64(duration * 1e9))) { [self] in
+                logger.info("duration of \(duration) s reached")
+                stopCapture()
+            }
+        }
+        pump()
+    }
+
+    private func stopCapture() {
+        guard !stopping else { return }
+        stopping = true
+        for pipeline in pipelines { pipeline.stop() }
+        perform(machine.requestClose(now: clock.now()))
+        pump()
+    }
+
+    /// `<agent>-<UTC time>-<random>`: unique per agent, readable, and a valid identifier.
+    static func newSessionID(agent: Identifier) -> Identifier {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let suffix = String(UInt32.random(in: 0 ... .max), radix: 16)
+        let prefix = String(agent.value.prefix(64 - 26))
+        return (try? Identifier(validating: "\(prefix)-\(formatter.string(from: Date()))-\(suffix)")) ?? Identifier(stringLiteral: "session-\(suffix)")
+    }
+
+    // MARK: PipelineSink (pipeline threads)
+
+    public func pipelineProduced(_ sample: EncodedSample) {
+        eventLoop.execute { [self] in
+            perform(machine.enqueue(sample, now: clock.now()))
+            pump()
+        }
+    }
+
+    public func pipelineDropped(track: UInt8, count: Int, reason: DropReport.Reason) {
+        eventLoop.execute { [self] in
+            machine.recordDrop(track: track, reason: reason, count: count)
+            pump()
+        }
+    }
+
+    public func pipelineEnded(track: UInt8, reason: TrackEnd.Reason, message: String) {
+        eventLoop.execute { [self] in
+            if reason == .error {
+                logger.error("track \(track) ended with an error: \(message)")
+            } else {
+                logger.info("track \(track) ended")
+            }
+            perform(machine.endTrack(TrackEnd(track: track, reason: reason, message: String(message.utf8.prefix(1000)) ?? ""), now: clock.now()))
+            // When every source has ended on its own (files), the recording is over.
+            if let pipeline = pipelines.first(where: { $0.track == track }) {
+                endedTracks.insert(pipeline.track)
+            }
+            if !pipelines.isEmpty, endedTracks.isSuperset(of: pipelines.map(\.track)) {
+                endedTracks = []
+                perform(machine.requestClose(now: clock.now()))
+            }
+            pump()
+        }
+    }
+
+    private var endedTracks: Set<UInt8> = []
+}

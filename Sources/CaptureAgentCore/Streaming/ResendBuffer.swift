@@ -1,0 +1,303 @@
+import NIOCore
+import WireProtocol
+
+/// Everything of one session the server has not acknowledged yet, bounded by bytes and
+/// by the time span it covers (protocol.md §7.3).
+///
+/// Two parts, in stream order:
+/// * the **log**: samples that have a sequence number (they were sent, possibly on a
+///   connection that has since died) and `TrackEnd`s. Nothing leaves it until the
+///   server acknowledges it; after a resume everything above the server's
+///   acknowledged point is sent again, byte for byte.
+/// * the **pending** queue: samples not sent yet (no sequence number), `TrackEnd`s, and
+///   drop markers.
+///
+/// When a bound is exceeded the **oldest pending sample** is dropped: it has no
+/// sequence number yet, so the sequence stays gap-free (the server would reject a gap)
+/// and samples the server may already hold are never lost. The drop becomes a
+/// `DropReport` (reason `queueOverflow`) at its place in the stream, and the next sample
+/// of the track carries the discontinuity flag. After a video sample is dropped, the
+/// track's following non-keyframes cannot be decoded, so they are dropped (and
+/// reported) too until the next keyframe, which the caller is asked to force.
+public struct ResendBuffer: Sendable {
+    /// The configurable bounds.
+    public struct Limits: Sendable, Equatable {
+        /// Bytes of sample data (plus the 34-byte sample header) kept.
+        public var maxBytes: Int
+        /// Nanoseconds between the oldest and the newest kept sample.
+        public var maxDuration: Int64
+
+        public init(maxBytes: Int = 512 * 1024 * 1024, maxDuration: Int64 = 300_000_000_000) {
+            self.maxBytes = maxBytes
+            self.maxDuration = maxDuration
+        }
+    }
+
+    /// A message ready to send.
+    public enum Outgoing: Sendable, Equatable {
+        case sample(Sample)
+        case trackEnd(TrackEnd)
+        case dropReport(DropReport)
+
+        public var message: Message {
+            switch self {
+            case .sample(let s): .sample(s)
+            case .trackEnd(let t): .trackEnd(t)
+            case .dropReport(let d): .dropReport(d)
+            }
+        }
+    }
+
+    /// What appending a sample caused.
+    public struct AppendResult: Sendable, Equatable {
+        /// Samples dropped to stay within the limits, per track.
+        public var dropped: [UInt8: Int] = [:]
+        /// Video tracks whose encoder should produce a keyframe now.
+        public var keyframeRequests: Set<UInt8> = []
+        public var droppedAny: Bool { !dropped.isEmpty }
+    }
+
+    private enum LogEntry: Sendable {
+        case sample(Sample)
+        /// `after` = the last sequence number assigned when the track ended.
+        case trackEnd(TrackEnd, after: UInt64)
+    }
+
+    private enum PendingEntry: Sendable {
+        case sample(EncodedSample)
+        case trackEnd(TrackEnd)
+        case drop(track: UInt8, reason: DropReport.Reason, count: Int)
+    }
+
+    public let limits: Limits
+    private let videoTracks: Set<UInt8>
+    private var log: [LogEntry] = []
+    private var logHead = 0
+    private var cursor = 0
+    private var pending: [PendingEntry] = []
+    private var pendingHead = 0
+    private var discontinuity: Set<UInt8> = []
+    private var awaitingKeyframe: Set<UInt8> = []
+    private var newestPTS: Int64?
+
+    /// Highest sequence number the server acknowledged.
+    public private(set) var acknowledged: UInt64 = 0
+    /// Last sequence number assigned (0 = none yet). `SessionClose.finalSequence`.
+    public private(set) var lastSequence: UInt64 = 0
+    /// Bytes currently held (samples of log and pending, with their headers).
+    public private(set) var byteCount = 0
+    /// Samples dropped because of the limits, over the whole session.
+    public private(set) var overflowDrops = 0
+
+    public init(limits: Limits, videoTracks: Set<UInt8> = []) {
+        self.limits = limits
+        self.videoTracks = videoTracks
+    }
+
+    /// Samples held with a sequence number, awaiting acknowledgement.
+    public var unacknowledgedCount: Int {
+        log[logHead...].reduce(0) { n, e in if case .sample = e { n + 1 } else { n } }
+    }
+
+    /// Samples not sent yet.
+    public var pendingSampleCount: Int {
+        pending[pendingHead...].reduce(0) { n, e in if case .sample = e { n + 1 } else { n } }
+    }
+
+    /// Something is waiting to be (re)sent.
+    public var hasOutgoing: Bool { logHead + cursorOffset < log.count || pendingHead < pending.count }
+
+    private var cursorOffset: Int { max(0, cursor - logHead) }
+
+    /// The server holds everything: nothing unacknowledged, nothing pending.
+    public var isDrained: Bool { !hasOutgoing && acknowledged == lastSequence }
+
+    // MARK: Input
+
+    /// Adds a new sample (not yet sent) and enforces the limits.
+    public mutating func append(_ sample: EncodedSample) -> AppendResult {
+        pending.append(.sample(sample))
+        byteCount += Self.size(sample.data)
+        newestPTS = max(newestPTS ?? sample.pts, sample.pts)
+        var result = AppendResult()
+        while isOverLimits, let index = oldestPendingSampleIndex() {
+            guard case .sample(let victim) = pending[index] else { break }
+            dropPending(at: index, victim, into: &result)
+        }
+        return result
+    }
+
+    /// Records samples dropped before they reached the buffer (at the source, by the
+    /// encoder); they are reported at this point of the stream.
+    public mutating func recordDrop(track: UInt8, reason: DropReport.Reason, count: Int) {
+        guard count > 0 else { return }
+        appendDropMarker(track: track, reason: reason, count: count)
+    }
+
+    /// The track has ended; queued after its last sample.
+    public mutating func endTrack(_ end: TrackEnd) {
+        pending.append(.trackEnd(end))
+    }
+
+    // MARK: Output
+
+    /// The next message to send: first anything being resent, then pending entries (a
+    /// pending sample gets the next sequence number here and moves into the log).
+    public mutating func nextOutgoing() -> Outgoing? {
+        if cursor < logHead { cursor = logHead }
+        if cursor < log.count {
+            let entry = log[cursor]
+            cursor += 1
+            switch entry {
+            case .sample(let s): return .sample(s)
+            case .trackEnd(let t, _): return .trackEnd(t)
+            }
+        }
+        while pendingHead < pending.count {
+            if case .sample(let encoded) = pending[pendingHead], awaitingKeyframe.contains(encoded.track), !encoded.isKeyframe {
+                dropUntilKeyframe(track: encoded.track)
+            }
+            let entry = pending[pendingHead]
+            pendingHead += 1
+            defer { compactPending() }
+            switch entry {
+            case .drop(let track, let reason, let count):
+                guard count > 0 else { continue }  // absorbed into an earlier report
+                discontinuity.insert(track)
+                return .dropReport(DropReport(track: track, reason: reason, count: UInt32(clamping: count)))
+            case .trackEnd(let end):
+                log.append(.trackEnd(end, after: lastSequence))
+                cursor = log.count
+                return .trackEnd(end)
+            case .sample(let encoded):
+                awaitingKeyframe.remove(encoded.track)
+                lastSequence += 1
+                var flags: Sample.Flags = encoded.isKeyframe ? [.keyframe] : []
+                if discontinuity.remove(encoded.track) != nil { flags.insert(.discontinuity) }
+                let sample = Sample(track: encoded.track, flags: flags, sequence: lastSequence, pts: encoded.pts,
+                                    dts: encoded.dts, duration: encoded.duration, data: encoded.data)
+                log.append(.sample(sample))
+                cursor = log.count
+                return .sample(sample)
+            }
+        }
+        return nil
+    }
+
+    /// A video track lost a sample: its pending non-keyframes up to the next keyframe
+    /// cannot be decoded. They become one drop report at the first one's place (the
+    /// others turn into empty markers, skipped when reached).
+    private mutating func dropUntilKeyframe(track: UInt8) {
+        var count = 0
+        var i = pendingHead
+        while i < pending.count {
+            if case .sample(let s) = pending[i], s.track == track {
+                if s.isKeyframe { break }
+                byteCount -= Self.size(s.data)
+                overflowDrops += 1
+                count += 1
+                pending[i] = .drop(track: track, reason: .queueOverflow, count: 0)
+            }
+            i += 1
+        }
+        pending[pendingHead] = .drop(track: track, reason: .queueOverflow, count: count)
+    }
+
+    // MARK: Acknowledgement and resume
+
+    /// The server made everything up to `sequence` durable: free it.
+    public mutating func acknowledge(_ sequence: UInt64) {
+        let sequence = min(sequence, lastSequence)
+        guard sequence > acknowledged else { return }
+        acknowledged = sequence
+        while logHead < log.count {
+            switch log[logHead] {
+            case .sample(let s) where s.sequence <= sequence:
+                byteCount -= Self.size(s.data)
+            case .trackEnd(_, let after) where after < sequence:
+                // A later sample was acknowledged, so this TrackEnd, sent before it on an
+                // ordered stream, has arrived too.
+                break
+            default:
+                compactLog()
+                return
+            }
+            logHead += 1
+        }
+        compactLog()
+    }
+
+    /// After `SessionAccepted(acknowledged:)` on a new connection: frees what the server
+    /// has and rewinds so that everything after it is sent again, in order.
+    public mutating func resume(from serverAcknowledged: UInt64) {
+        acknowledge(serverAcknowledged)
+        cursor = logHead
+    }
+
+    // MARK: Internals
+
+    private var oldestPTS: Int64? {
+        for entry in log[logHead...] { if case .sample(let s) = entry { return s.pts } }
+        for entry in pending[pendingHead...] { if case .sample(let s) = entry { return s.pts } }
+        return nil
+    }
+
+    private var isOverLimits: Bool {
+        if byteCount > limits.maxBytes { return true }
+        if let newest = newestPTS, let oldest = oldestPTS, newest - oldest > limits.maxDuration { return true }
+        return false
+    }
+
+    private func oldestPendingSampleIndex() -> Int? {
+        var i = pendingHead
+        while i < pending.count {
+            if case .sample = pending[i] { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    private mutating func dropPending(at index: Int, _ victim: EncodedSample, into result: inout AppendResult) {
+        byteCount -= Self.size(victim.data)
+        overflowDrops += 1
+        result.dropped[victim.track, default: 0] += 1
+        // Merge with a marker just before it for the same track, so a burst of drops is one report.
+        if index > pendingHead, case .drop(let t, .queueOverflow, let n) = pending[index - 1], t == victim.track {
+            pending[index - 1] = .drop(track: t, reason: .queueOverflow, count: n + 1)
+            pending.remove(at: index)
+        } else {
+            pending[index] = .drop(track: victim.track, reason: .queueOverflow, count: 1)
+        }
+        if videoTracks.contains(victim.track) {
+            awaitingKeyframe.insert(victim.track)
+            result.keyframeRequests.insert(victim.track)
+        }
+    }
+
+    private mutating func appendDropMarker(track: UInt8, reason: DropReport.Reason, count: Int) {
+        if pending.count > pendingHead, case .drop(let t, let r, let n) = pending[pending.count - 1], t == track, r == reason {
+            pending[pending.count - 1] = .drop(track: t, reason: r, count: n + count)
+        } else {
+            pending.append(.drop(track: track, reason: reason, count: count))
+        }
+    }
+
+    private mutating func compactPending() {
+        if pendingHead == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingHead = 0
+        } else if pendingHead >= 256 && pendingHead * 2 >= pending.count {
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
+        }
+    }
+
+    private mutating func compactLog() {
+        guard logHead >= 256 && logHead * 2 >= log.count else { return }
+        log.removeFirst(logHead)
+        cursor = max(0, cursor - logHead)
+        logHead = 0
+    }
+
+    static func size(_ data: ByteBuffer) -> Int { data.readableBytes + Sample.headerSize }
+}

@@ -1,0 +1,89 @@
+import Testing
+@testable import CaptureAgentCore
+
+@Suite("ALSA capture and the audio clock")
+struct ALSACaptureTests {
+    /// The real libasound path (open, set_params, readi, delay, close) against the `null`
+    /// PCM, which this machine has without a sound card. `null` returns at once, so the
+    /// injected clock advances 20 ms per reading, as a real device paces reads.
+    @Test(arguments: [1, 2])
+    func nullDeviceGivesCorrectlyTimestampedSilence(channels: Int) throws {
+        let clock = ManualClock(start: 10_000_000_000, stepPerRead: 20_000_000)
+        let source = ALSACaptureSource(device: "null", channels: channels, clock: clock)
+        try source.start()
+        defer { source.stop() }
+        #expect(source.format == .audio(sampleRate: 48000, channels: channels))
+        var stamps: [Int64] = []
+        for _ in 0..<50 {
+            guard case .audio(let pcm, let frames, let pts)? = try source.read() else {
+                Issue.record("no audio from alsa:null")
+                return
+            }
+            #expect(frames == 960)
+            #expect(pcm.count == 960 * channels)
+            #expect(pcm.allSatisfy { $0 == 0 })
+            stamps.append(pts)
+        }
+        // First chunk anchored so that it ends when it was read; then exactly 20 ms apart.
+        let first = 10_000_000_000 - 20_000_000
+        #expect(stamps == (0..<50).map { Int64(first) + Int64($0) * 20_000_000 })
+        #expect(source.takeLostCount() == 0)
+        #expect(source.clockMapper.resyncCount == 0)
+    }
+
+    @Test func aMissingDeviceIsAClearError() {
+        let source = ALSACaptureSource(device: "no-such-pcm-device", clock: ManualClock())
+        let error = #expect(throws: CaptureError.self) { try source.start() }
+        #expect(error?.code == .openFailed)
+        #expect(error?.message.contains("alsa:no-such-pcm-device") == true)
+    }
+
+    @Test func sampleCountSetsTheSpacingAndJitterDoesNotLeakIn() {
+        var mapper = AudioClockMapper(sampleRate: 48000)
+        // Reads wake up late by varying amounts (scheduling), the device is exact.
+        let jitter: [Int64] = [0, 3_000_000, 500_000, 4_000_000, 0, 1_000_000]
+        var pts: [Int64] = []
+        for (k, j) in jitter.enumerated() {
+            pts.append(mapper.stamp(frames: 960, delayFrames: 0, now: 1_000_000_000 + Int64(k + 1) * 20_000_000 + j).pts)
+        }
+        #expect(pts == (0..<6).map { 1_000_000_000 + Int64($0) * 20_000_000 })
+    }
+
+    @Test func driftIsSlewedAtMostOneStepPerChunk() {
+        var mapper = AudioClockMapper(sampleRate: 48000)
+        // A device running 0.1 % slow: each 20 ms chunk arrives 20 µs later than the count says.
+        var now: Int64 = 0
+        var previous: Int64?
+        var steps: [Int64] = []
+        for _ in 0..<2000 {
+            now += 20_020_000
+            let pts = mapper.stamp(frames: 960, delayFrames: 0, now: now).pts
+            if let previous { steps.append(pts - previous) }
+            previous = pts
+        }
+        #expect(steps.allSatisfy { $0 >= 20_000_000 && $0 <= 20_000_000 + mapper.maxSlewPerChunk })
+        #expect(mapper.totalSlew > 0)
+        // It keeps up: the timestamps end within a few ms of the clock.
+        #expect(abs((now - 20_000_000) - previous!) < 5_000_000)
+        #expect(mapper.resyncCount == 0)
+    }
+
+    @Test func aGapReanchorsAndCountsTheLostChunks() {
+        var mapper = AudioClockMapper(sampleRate: 48000)
+        _ = mapper.stamp(frames: 960, delayFrames: 0, now: 20_000_000)
+        _ = mapper.stamp(frames: 960, delayFrames: 0, now: 40_000_000)
+        // An overrun: one second went missing.
+        mapper.resynchronize()
+        let s = mapper.stamp(frames: 960, delayFrames: 0, now: 1_060_000_000)
+        #expect(s.discontinuity)
+        #expect(s.pts == 1_040_000_000)
+        #expect(s.lostChunks == 50)
+        #expect(mapper.stamp(frames: 960, delayFrames: 0, now: 1_080_000_000).pts == 1_060_000_000)
+    }
+
+    @Test func deviceDelayMovesTheAnchorBack() {
+        var mapper = AudioClockMapper(sampleRate: 48000)
+        // 480 frames (10 ms) still in the buffer behind this chunk when read returned.
+        #expect(mapper.stamp(frames: 960, delayFrames: 480, now: 100_000_000).pts == 70_000_000)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+@testable import RecordServerCore
+import Shared
+import Testing
+
+/// A full disk: the data directory on a tiny tmpfs. Needs permission to mount (root here and
+/// in CI); skipped with that reason elsewhere.
+@Suite("Disk full", .serialized, .enabled(if: TinyFilesystem.canMount, "needs permission to mount a tmpfs"))
+struct DiskFullTests {
+    @Test("a full disk fails only the affected session, keeps what was written, and new sessions work once space is back")
+    func diskFull() async throws {
+        let fixture = try ServerFixture()
+        let mount = try TinyFilesystem(path: fixture.directory + "/data", kilobytes: 700)
+        defer { mount.unmount() }
+        let port = try await fixture.start()
+
+        // ~1.3 MB of media into 700 KiB: the session must fail part-way.
+        let content = try SessionContent.make(sessionID: "s-full", seconds: 8, width: 640, height: 360)
+        let agent = try await fixture.connectAgent("agent-1", port: port)
+        _ = try await agent.open(content.open)
+        var failure: ErrorReport?
+        for sample in content.samples {
+            try await agent.send(.sample(sample))
+        }
+        try await agent.send(.heartbeat(Heartbeat(nonce: 1, originTime: 0)))
+        while let message = try await agent.next() {
+            if case .error(let report) = message { failure = report; break }
+            if case .ack(let ack) = message { agent.highestAck = max(agent.highestAck, ack.sequence) }
+            if case .heartbeatReply = message { break }
+        }
+        let report = try #require(failure, "the agent must be told its session failed")
+        #expect(report.code == .storageFailure)
+        #expect(report.scope == .session, "only the session ends; the connection stays")
+
+        let session = try #require(try fixture.catalog().session(id: "s-full"))
+        #expect(session.status == .failed)
+        #expect(session.error?.isEmpty == false)
+
+        // What was acknowledged is on disk and decodable (finalized or recoverable).
+        let recording = try #require(try fixture.recordings(session: "s-full").first)
+        if (try? MP4Inspection.inspect(path: recording.path).layout.hasPrefix("fragmented")) == true {
+            try mount.grow(kilobytes: 20_000)
+            _ = try MP4Recovery.recover(path: recording.path)
+        }
+        #expect(try Oracle.decodeErrors(recording.path) == nil)
+        let packets = try Oracle.streams(recording.path).reduce(0) { $0 + $1.packets }
+        #expect(packets >= Int(agent.highestAck), "everything acknowledged (\(agent.highestAck)) is in the file")
+
+        // Space is back: a new session on the same server works.
+        try mount.grow(kilobytes: 40_000)
+        let next = try SessionContent.make(sessionID: "s-after", seconds: 2)
+        _ = try await agent.open(next.open)
+        for sample in next.samples { try await agent.send(.sample(sample)) }
+        let closed = try await agent.close("s-after", finalSequence: UInt64(next.samples.count))
+        #expect(closed.outcome == .finalized)
+        await agent.disconnect()
+        let after = try #require(try fixture.recordings(session: "s-after").first)
+        #expect(try Oracle.decodeErrors(after.path) == nil)
+        #expect(try Oracle.streams(after.path).map(\.packets) == next.open.tracks.map { next.counts[$0.id] ?? 0 })
+        await fixture.stop()
+    }
+}
+
+/// A size-limited tmpfs mounted for one test.
+struct TinyFilesystem {
+    let path: String
+
+    static let canMount: Bool = {
+        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(getpid())").path
+        try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: probe) }
+        guard (try? Oracle.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", probe]))?.status == 0 else { return false }
+        _ = try? Oracle.run(["umount", probe])
+        return true
+    }()
+
+    init(path: String, kilobytes: Int) throws {
+        self.path = path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let r = try Oracle.run(["mount", "-t", "tmpfs", "-o", "size=\(kilobytes)k,mode=0700", "tmpfs", path])
+        guard r.status == 0 else { throw TestAgentError("mount failed: \(r.stderr)") }
+    }
+
+    func grow(kilobytes: Int) throws {
+        let r = try Oracle.run(["mount", "-o", "remount,size=\(kilobytes)k", path])
+        guard r.status == 0 else { throw TestAgentError("remount failed: \(r.stderr)") }
+    }
+
+    func unmount() { _ = try? Oracle.run(["umount", "-l", path]) }
+}
