@@ -87,6 +87,7 @@ let package = Package(
             name: "RecordCtlCore",
             dependencies: [
                 "Shared", "MediaEncoding", "RecordingTLS",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

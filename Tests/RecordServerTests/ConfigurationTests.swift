@@ -246,7 +246,7 @@ private final class ConfigFixture {
         #expect(try ServerConfiguration.parseAddress("0.0.0.0:7443", field: "--listen") == .init(host: "0.0.0.0", port: 7443))
         #expect(try ServerConfiguration.parseAddress("[::]:8443", field: "--listen") == .init(host: "::", port: 8443))
         #expect(try ServerConfiguration.parseAddress("rec.example:1", field: "--listen") == .init(host: "rec.example", port: 1))
-        for (bad, fragment) in [("7443", "has no port"), (":7443", "has no host"), ("h:0", "1 to 65535"), ("h:x", "1 to 65535"),
+        for (bad, fragment) in [("7443", "has no port"), (":7443", "has no host"), ("h:65536", "0 to 65535"), ("h:x", "0 to 65535"),
                                 ("::1:7443", "in brackets"), ("[::1]7443", "[address]:port")] {
             let error = #expect(throws: ConfigurationError.self) { _ = try ServerConfiguration.parseAddress(bad, field: "--listen") }
             #expect(error?.field == "--listen")

@@ -138,8 +138,8 @@ extension ServerConfiguration {
         guard !host.isEmpty else {
             throw ConfigurationError(.invalidValue, field: field, "\"\(text)\" has no host; use 0.0.0.0:PORT for every interface")
         }
-        guard let port = Int(portText), (1 ... 65535).contains(port) else {
-            throw ConfigurationError(.invalidValue, field: field, "\"\(portText)\" is not a port; use a number from 1 to 65535")
+        guard let port = Int(portText), (0 ... 65535).contains(port) else {
+            throw ConfigurationError(.invalidValue, field: field, "\"\(portText)\" is not a port; use a number from 0 to 65535 (0 picks a free port)")
         }
         return Listener(host: String(host), port: port)
     }
