@@ -139,10 +139,15 @@ struct IngestService: Service {
     let ports: PortRecord
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            try await ingest.run(registry: registry, metrics: metrics, logger: logger, group: MultiThreadedEventLoopGroup.singleton) { port in
-                ports.ingestBound(port)
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await ingest.run(registry: registry, metrics: metrics, logger: logger, group: MultiThreadedEventLoopGroup.singleton) { port in
+                    ports.ingestBound(port)
+                }
             }
+        } catch is CancellationError {
+            // Closing the listener is how a graceful shutdown ends this service: not a failure
+            // (the process must exit 0 so systemd does not report the unit as failed).
         }
     }
 }

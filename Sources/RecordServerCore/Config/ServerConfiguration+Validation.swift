@@ -53,7 +53,7 @@ extension ServerConfiguration {
             if tls.requireClientCertificate {
                 checkReadableFile(tls.caCertificate, field: "tls.caCertificate", what: "the PEM certificate of the CA that issues agent certificates", fail)
                 if let crl = tls.revocationList {
-                    checkReadableFile(crl, field: "tls.revocationList", what: "a PEM certificate revocation list, or remove the key", fail)
+                    checkReadableFile(crl, field: "tls.revocationList", what: "the revoked.json written by `recordctl ca revoke`, or remove the key", fail)
                 }
             } else if bearerTokens == nil {
                 fail("bearerTokens", "tls.requireClientCertificate is false, so agents must authenticate with bearer tokens: " +

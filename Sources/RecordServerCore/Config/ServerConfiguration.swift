@@ -58,7 +58,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         public var certificate = "/etc/record-server/tls/server.pem"
         /// The server's private key.
         public var privateKey = "/etc/record-server/tls/server-key.pem"
-        /// A CRL of revoked agent certificates, if any.
+        /// `revoked.json` (from `recordctl ca revoke`) listing revoked agent certificate serials.
         public var revocationList: String?
         /// Agents must present a certificate signed by `caCertificate`; its common name is the
         /// agent id. When false, agents authenticate with bearer tokens instead.
