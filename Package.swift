@@ -111,6 +111,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        .testTarget(name: "RecordCtlTests", dependencies: ["RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "CaptureAgentCore"]),
         .testTarget(name: "CaptureAgentTests", dependencies: ["CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -234,10 +234,10 @@ def main():
         sys.exit("bench-agent: record-server did not start listening within 30 s")
     log(f"record-server pid {server.pid} on 127.0.0.1:{port} (TLS 1.3, mutual TLS, fsync {a.fsync})")
 
-    def agent_cmd(session):
+    def agent_cmd(session, video=y4m, audio=wav):
         return [a.agent, "run", "--server", f"127.0.0.1:{port}", "--ca", pki["ca"], "--cert", pki["agent_cert"],
                 "--key", pki["agent_key"], "--agent-id", AGENT_ID,
-                "--source", f"front=y4m:{y4m}", "--source", f"back=y4m:{y4m}", "--source", f"mic=wav:{wav}",
+                "--source", f"front=y4m:{video}", "--source", f"back=y4m:{video}", "--source", f"mic=wav:{audio}",
                 "--record", "--session-id", session, "--fast-files"]
 
     ff_out = os.path.join(wd, "ffmpeg-out.mp4")
@@ -315,8 +315,18 @@ def main():
             order = [run_agent, run_ffmpeg] if i % 2 == 0 else [run_ffmpeg, run_agent]
             for f in order:
                 f(f"run{i + 1}", True)
-        agent_rec = checks["agent"][0]
-        opts = {"agent": x264_options(agent_rec), "ffmpeg": x264_options(ff_out)}
+        # Settings check (not timed): x264 writes its options string into an SEI of the first
+        # picture only, and in --fast-files runs the server usually refuses that picture (see the
+        # notes). So a 2-second paced agent run (no --fast-files) supplies the agent's string.
+        check_y4m = os.path.join(wd, f"check-{width}x{height}-{a.fps}-2s.y4m")
+        check_wav = os.path.join(wd, "check-2s.wav")
+        if not os.path.exists(check_y4m):
+            run_checked([a.gen, check_y4m, check_wav, "2", str(width), str(height), str(a.fps)])
+        cmd = agent_cmd("bench-check", check_y4m, check_wav)
+        cmd.remove("--fast-files")
+        r = measure(cmd, os.path.join(wd, "agent-check.out"), os.path.join(wd, "agent-check.log"))
+        check_rec = find_recording("bench-check") if r["rc"] == 0 else None
+        opts = {"agent": x264_options(check_rec) if check_rec else [], "ffmpeg": x264_options(ff_out)}
         if a.perf:
             log(f"one more agent run under perf record -g -> {a.perf}")
             cmd = ["perf", "record", "-F", "999", "-g", "-o", a.perf, "--"] + agent_cmd("bench-perf")
@@ -331,6 +341,7 @@ def main():
             server.kill()
             server.wait()
         server_log.close()
+        log(f"record-server stopped with SIGTERM: exit status {server.returncode}")
     load_after = loadavg()
 
     # ---- report -------------------------------------------------------------------------
@@ -358,14 +369,17 @@ def main():
     libs = subprocess.run(["sh", "-c", "dpkg-query -W -f='${Package} ${Version}\\n' libx264-164 libopus0 2>/dev/null"],
                           capture_output=True, text=True).stdout.strip().replace("\n", ", ")
 
-    def table(headers, rows):
+    def table(headers, rows, numeric=True):
+        """numeric: columns after the first are right-aligned; else every column is left-aligned."""
+        right = lambda i: numeric and i > 0
         if md:
             out = ["| " + " | ".join(headers) + " |",
-                   "|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|"]
+                   "|" + "|".join("---:" if right(i) else "---" for i in range(len(headers))) + "|"]
             out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
         else:
             widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
-            fmt = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+            fmt = lambda r: "  ".join(str(c).rjust(w) if right(i) else str(c).ljust(w)
+                                      for i, (c, w) in enumerate(zip(r, widths))).rstrip()
             out = [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
         return "\n".join(out)
 
@@ -380,7 +394,7 @@ def main():
         ["ffmpeg", ffv],
         ["libx264 / libopus (Debian)", libs or "?"],
         ["Load average (1/5/15 min)", f"{load_before} before, {load_after} after"],
-    ]))
+    ], numeric=False))
     print()
     print(h("Content and checks"))
     agent_got, ff_got = checks["agent"][1], checks["ffmpeg"][1]
@@ -393,10 +407,10 @@ def main():
         ["record-server: samples refused per timed run", ", ".join(str(r["refused"]) for r in results["agent"])
          + " (sampleBeforeRecordingStart, first video frames; see the notes)"],
         ["ffmpeg output (mp4)", ", ".join(f"{c} {n} pkts {b / 1000:.0f} kbit/s" for c, n, b in ff_got)],
-        ["x264 SEI options, agent", "; ".join(f"core {c}: {o}" for c, o in opts["agent"])],
+        ["x264 SEI options, agent (2 s paced check run)", "; ".join(f"core {c}: {o}" for c, o in opts["agent"]) or "not found"],
         ["x264 SEI options, ffmpeg", "; ".join(f"core {c}: {o}" for c, o in opts["ffmpeg"])],
         ["x264 options identical", "yes" if opts["agent"] == opts["ffmpeg"] else "NO (see above)"],
-    ]))
+    ], numeric=False))
     print()
     print(h(f"Results ({a.repeat} timed runs each after one warm-up; median [min–max])"))
     rng = lambda s, k, f: f"{f(med(s, k))} [{f(lo(s, k))}–{f(hi(s, k))}]"
@@ -411,6 +425,9 @@ def main():
         ["record-server (during agent runs)", rng("agent", "server_cpu", s2), "", "", "", "",
          f"{server_hwm / 1024:.1f} (VmHWM, whole life)", ""],
     ]))
+    print()
+    cpus = {side: ", ".join(f"{r['cpu']:.2f}" for r in results[side]) for side in results}
+    print(f"Per-run CPU s (in run order), agent: {cpus['agent']}; ffmpeg: {cpus['ffmpeg']}")
     print()
     print(f"Per-run CPU ratio agent/ffmpeg (run i vs run i): {', '.join(f'{x:.3f}' for x in per_run_ratios)}")
     verdict = "MET" if ratio <= 1.05 else "NOT MET"

@@ -15,7 +15,7 @@ struct InspectCommand: ParsableCommand {
     func run() throws {
         let inspection: MP4Inspection
         do { inspection = try MP4Inspection.inspect(path: file) } catch {
-            throw ValidationError("cannot inspect \(file): \(error.message)")
+            throw CLIFailure(.failed, "cannot inspect \(file): \(error.message)")
         }
         print(json ? Self.json(inspection) : Self.text(inspection))
     }

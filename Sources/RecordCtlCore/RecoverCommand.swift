@@ -20,7 +20,7 @@ struct RecoverCommand: ParsableCommand {
                 if showProgress, total > 0 { printError(String(format: "scanning %3.0f%%", Double(done) * 100 / Double(total))) }
             }
         } catch {
-            throw ValidationError("cannot recover \(file): \(error.message)")
+            throw CLIFailure(.failed, "cannot recover \(file): \(error.message)")
         }
         if json {
             let object: [String: Any] = ["path": report.path, "already_finalized": report.alreadyFinalized,

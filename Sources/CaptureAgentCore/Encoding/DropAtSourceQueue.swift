@@ -134,7 +134,13 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
         let element = items[head]
         let drops = dropsBefore[head]
         head += 1
-        if head >= 64 && head * 2 >= items.count {
+        // Release taken frames promptly: each can be megabytes (a 720p frame is 1.4 MB), so
+        // keeping even a few dozen consumed slots alive costs more than the queue itself.
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            dropsBefore.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= max(1, capacity) {
             items.removeFirst(head)
             dropsBefore.removeFirst(head)
             head = 0

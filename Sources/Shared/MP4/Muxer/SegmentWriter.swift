@@ -192,7 +192,12 @@ final class SegmentWriter {
 
     private func writeInitSegment() throws(MuxerError) {
         let all = pending.joined()
-        guard let decodeOrigin = all.map(\.dts).min(), let presentationOrigin = all.map(\.pts).min() else { return }
+        guard let earliestDTS = all.map(\.dts).min(), let presentationOrigin = all.map(\.pts).min() else { return }
+        // The decode timeline starts one stall window before the earliest sample so far: a
+        // source whose first samples arrive after this fragment (a late or faster-than-real-time
+        // start) but carry slightly earlier timestamps is still representable. Presentation is
+        // unaffected: edit lists are computed from the samples themselves.
+        let decodeOrigin = earliestDTS - configuration.stallTimeout
         let info = RecordingInfoBox(sessionOriginNanos: sessionOrigin ?? presentationOrigin, segmentOriginNanos: presentationOrigin,
                                     decodeOriginNanos: decodeOrigin, segmentIndex: UInt32(index))
         let moov = MovieBuilder.initMovie(tracks: tracks, creationTime: configuration.creationTime, info: info).encoded()

@@ -1,0 +1,262 @@
+import Foundation
+import RecordServerCore
+import Testing
+
+/// recordctl against a real record-server (over its real admin listener) and a real capture agent.
+@Suite("recordctl against a real record-server and agent", .serialized)
+struct RemoteControlTests {
+    /// Live sessions of the server, from `recordctl sessions --json`.
+    static func sessions(_ env: [String: String]) throws -> [[String: Any]] {
+        let result = try recordctl(["sessions", "--json"], environment: env)
+        try #require(result.status == 0, "\(result.output)")
+        return try result.json()["sessions"] as? [[String: Any]] ?? []
+    }
+
+    static func recordings(_ env: [String: String], _ extra: [String] = []) throws -> [[String: Any]] {
+        let result = try recordctl(["recordings", "--json"] + extra, environment: env)
+        try #require(result.status == 0, "\(result.output)")
+        return try result.json()["recordings"] as? [[String: Any]] ?? []
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func listStartStopCancelFilterDeleteWithJSON() async throws {
+        let fixture = try ServerWithAgent()
+        try await fixture.start()
+        try await fixture.startAgent(id: "cam-1")
+        defer { Task { await fixture.stop() } }
+        let env = fixture.environment
+
+        // agents: the connected agent, as a table and as JSON.
+        let agents = try eventually("the agent to connect") { () -> [[String: Any]]? in
+            let r = try recordctl(["agents", "--json"], environment: env)
+            let list = try r.json()["agents"] as? [[String: Any]] ?? []
+            return list.isEmpty ? nil : list
+        }
+        #expect(agents.map { $0["id"] as? String } == ["cam-1"])
+        #expect(agents.first?["session_id"] is NSNull)
+        let table = try recordctl(["agents"], environment: env)
+        #expect(table.status == 0)
+        #expect(table.stdout.contains("ID") && table.stdout.contains("ADDRESS") && table.stdout.contains("cam-1"), "\(table.stdout)")
+
+        // start: a session appears.
+        let started = try recordctl(["start", "--agent", "cam-1", "--label", "take=1", "--label", "room=a", "--wait", "15", "--json"],
+                                    environment: env)
+        #expect(started.status == 0, "\(started.output)")
+        let startJSON = try started.json()
+        #expect(startJSON["status"] as? String == "accepted")
+        #expect(startJSON["agent_id"] as? String == "cam-1")
+        let sessionID = try #require(startJSON["session_id"] as? String)
+        let live = try eventually("the session to have samples") { () -> [String: Any]? in
+            let s = try Self.sessions(env).first { $0["id"] as? String == sessionID }
+            let samples = (s?["tracks"] as? [[String: Any]] ?? []).map { ($0["samples"] as? Int) ?? 0 }
+            return samples.count == 2 && samples.allSatisfy({ $0 >= 30 }) ? s : nil
+        }
+        #expect(live["agent_id"] as? String == "cam-1")
+        #expect(live["labels"] as? [String: String] == ["take": "1", "room": "a"])
+        #expect(live["state"] as? String == "recording")
+        let sessionsTable = try recordctl(["sessions"], environment: env)
+        #expect(sessionsTable.stdout.contains(sessionID) && sessionsTable.stdout.contains("room=a,take=1"), "\(sessionsTable.stdout)")
+        let top = try recordctl(["top", "--once"], environment: env)
+        #expect(top.status == 0, "\(top.output)")
+        for column in ["FPS", "BITRATE", "LAG", "DROPPED", "ACK", sessionID, "front", "tone", "h264", "opus"] {
+            #expect(top.stdout.contains(column), "top lacks \(column): \(top.stdout)")
+        }
+        #expect(!top.stdout.contains("\u{1B}["), "no ANSI escapes when stdout is not a terminal")
+
+        // The file being written is listed as `recording`; deleting it is refused (409) while live.
+        let writing = try Self.recordings(env, ["--status", "recording"])
+        let writingID = try #require(writing.first { $0["session_id"] as? String == sessionID }?["id"] as? String)
+        let refusedDelete = try recordctl(["delete", writingID], environment: env)
+        #expect(refusedDelete.status == 1, "\(refusedDelete.output)")
+        #expect(refusedDelete.stderr.hasPrefix("recordctl: ") && refusedDelete.stderr.count > 12, "\(refusedDelete.stderr)")
+
+        // A copy of the live (fragmented) file is what a crash leaves: verify says recover; recover fixes it.
+        let sessionPath = try #require(live["path"] as? String)
+        let liveFile = sessionPath.hasSuffix(".mp4") ? sessionPath
+            : sessionPath + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: sessionPath).filter { $0.hasSuffix(".mp4") }.sorted().first))
+        let crashed = fixture.directory + "/crashed.mp4"
+        try FileManager.default.copyItem(atPath: liveFile, toPath: crashed)
+        let verifyCrashed = try recordctl(["verify", crashed])
+        #expect(verifyCrashed.status == 1)
+        #expect(verifyCrashed.stdout.contains("unfinished recording") && verifyCrashed.stdout.contains("recordctl recover"), "\(verifyCrashed.output)")
+        let recovered = try recordctl(["recover", crashed])
+        #expect(recovered.status == 0, "\(recovered.output)")
+        #expect(recovered.stdout.contains("recovered"), "\(recovered.stdout)")
+        let decode = try tool("ffmpeg", ["-v", "error", "-i", crashed, "-f", "null", "-"])
+        #expect(decode.status == 0 && decode.stderr.isEmpty, "ffmpeg: \(decode.stderr)")
+        let verifyRecovered = try recordctl(["verify", crashed])
+        #expect(verifyRecovered.status == 0, "\(verifyRecovered.output)")
+
+        // stop: the recording appears as completed.
+        let stop = try recordctl(["stop", sessionID, "--json"], environment: env)
+        #expect(stop.status == 0, "\(stop.output)")
+        #expect(try stop.json()["action"] as? String == "stop")
+        let completed = try eventually("the recording to complete") {
+            try Self.recordings(env).first { $0["session_id"] as? String == sessionID && $0["status"] as? String == "completed" }
+        }
+        let recordingID = try #require(completed["id"] as? String)
+        let file = try #require(completed["path"] as? String)
+        #expect(FileManager.default.fileExists(atPath: file))
+        let one = try recordctl(["recording", recordingID, "--json"], environment: env)
+        #expect(one.status == 0, "\(one.output)")
+        let oneJSON = try one.json()
+        #expect((oneJSON["recording"] as? [String: Any])?["id"] as? String == recordingID)
+        #expect((oneJSON["tracks"] as? [[String: Any]])?.compactMap { $0["codec"] as? String }.sorted() == ["h264", "opus"])
+        let oneText = try recordctl(["recording", recordingID], environment: env)
+        #expect(oneText.stdout.contains("completed") && oneText.stdout.contains("front") && oneText.stdout.contains("320x240"), "\(oneText.stdout)")
+        let verifyGood = try recordctl(["verify", file])
+        #expect(verifyGood.status == 0, "\(verifyGood.output)")
+        #expect(verifyGood.stdout.contains("OK"))
+        try InspectAgreesWithFFprobe.check(file)
+
+        // cancel: status cancelled and no file.
+        let second = try recordctl(["start", "--agent", "cam-1", "--wait", "15", "--json"], environment: env)
+        #expect(second.status == 0, "\(second.output)")
+        let cancelledSession = try #require(try second.json()["session_id"] as? String)
+        let cancelledLive = try eventually("the second session to write its file") { () -> [String: Any]? in
+            let s = try Self.sessions(env).first { $0["id"] as? String == cancelledSession }
+            let samples = (s?["tracks"] as? [[String: Any]] ?? []).map { ($0["samples"] as? Int) ?? 0 }
+            return samples.count == 2 && samples.allSatisfy({ $0 >= 10 }) ? s : nil
+        }
+        let cancelledPath = try #require(cancelledLive["path"] as? String)
+        #expect(FileManager.default.fileExists(atPath: cancelledPath))
+        let cancel = try recordctl(["cancel", cancelledSession], environment: env)
+        #expect(cancel.status == 0, "\(cancel.output)")
+        #expect(cancel.stdout.contains("cancel requested for session \(cancelledSession)"))
+        _ = try eventually("the cancelled session to end") {
+            try Self.sessions(env).contains { $0["id"] as? String == cancelledSession } ? nil : true
+        }
+        // The server records the session as cancelled and keeps neither the file nor a recording row.
+        let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
+        #expect(try catalog.session(id: cancelledSession)?.status == .cancelled)
+        #expect(!FileManager.default.fileExists(atPath: cancelledPath), "cancelled file remains: \(cancelledPath)")
+        #expect(try Self.recordings(env).allSatisfy { $0["session_id"] as? String != cancelledSession })
+
+        // A second completed recording, later than the first, for the filters.
+        let third = try recordctl(["start", "--agent", "cam-1", "--label", "take=3", "--wait", "15", "--json"], environment: env)
+        let thirdSession = try #require(try third.json()["session_id"] as? String)
+        _ = try eventually("the third session to have samples") { () -> Bool? in
+            let s = try Self.sessions(env).first { $0["id"] as? String == thirdSession }
+            let samples = (s?["tracks"] as? [[String: Any]] ?? []).map { ($0["samples"] as? Int) ?? 0 }
+            return samples.count == 2 && samples.allSatisfy({ $0 >= 10 }) ? true : nil
+        }
+        #expect(try recordctl(["stop", thirdSession], environment: env).status == 0)
+        let later = try eventually("the third recording to complete") {
+            try Self.recordings(env).first { $0["session_id"] as? String == thirdSession && $0["status"] as? String == "completed" }
+        }
+        let laterID = try #require(later["id"] as? String)
+        // One millisecond before the later recording (responses round to milliseconds): after the first one.
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let laterText = try #require(later["created_at"] as? String)
+        let laterDate = try #require(formatter.date(from: laterText))
+        let laterCreated = formatter.string(from: laterDate.addingTimeInterval(-0.001))
+
+        // recordings filters.
+        #expect(Set(try Self.recordings(env, ["--status", "completed"]).compactMap { $0["id"] as? String }) == [recordingID, laterID])
+        #expect(try Self.recordings(env, ["--status", "cancelled"]).isEmpty)
+        #expect(try Self.recordings(env, ["--status", "recording"]).isEmpty)
+        #expect(try Self.recordings(env, ["--agent", "cam-1"]).count == 2)
+        #expect(try Self.recordings(env, ["--agent", "cam-2"]).isEmpty)
+        #expect(try Self.recordings(env, ["--since", "2000-01-01T00:00:00Z", "--until", "2100-01-01T00:00:00Z"]).count == 2)
+        #expect(try Self.recordings(env, ["--since", laterCreated]).compactMap { $0["id"] as? String } == [laterID])
+        #expect(try Self.recordings(env, ["--until", laterCreated]).compactMap { $0["id"] as? String } == [recordingID])
+        #expect(try Self.recordings(env, ["--since", "2100-01-01T00:00:00Z"]).isEmpty)
+        #expect(try Self.recordings(env, ["--until", "2000-01-01T00:00:00.5+02:00"]).isEmpty)
+        let limited = try recordctl(["recordings", "--limit", "1", "--json"], environment: env)
+        #expect((try limited.json()["recordings"] as? [Any])?.count == 1)
+        #expect(try limited.json()["limit"] as? Int == 1)
+        let listing = try recordctl(["recordings", "--status", "completed"], environment: env)
+        #expect(listing.stdout.contains(recordingID) && listing.stdout.contains("STATUS"), "\(listing.stdout)")
+        let badStatus = try recordctl(["recordings", "--status", "done"], environment: env)
+        #expect(badStatus.status == 2 && badStatus.stderr.contains("invalid --status"), "\(badStatus.output)")
+
+        // delete: file and row gone.
+        let delete = try recordctl(["delete", recordingID], environment: env)
+        #expect(delete.status == 0, "\(delete.output)")
+        #expect(delete.stdout.contains("deleted recording \(recordingID)"))
+        #expect(!FileManager.default.fileExists(atPath: file))
+        let gone = try recordctl(["recording", recordingID], environment: env)
+        #expect(gone.status == 1, "\(gone.output)")
+        #expect(gone.stderr.contains(recordingID), "the server's not-found message: \(gone.stderr)")
+        #expect(try Self.recordings(env, ["--status", "completed"]).compactMap { $0["id"] as? String } == [laterID])
+
+        // The server's 404 message for an unknown session.
+        let unknown = try recordctl(["stop", "no-such-session"], environment: env)
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("no-such-session"), "\(unknown.stderr)")
+        let noAgent = try recordctl(["start", "--agent", "cam-9"], environment: env)
+        #expect(noAgent.status == 1, "\(noAgent.output)")
+        #expect(noAgent.stderr.contains("cam-9"), "\(noAgent.stderr)")
+        await fixture.stop()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func wrongTokenIsRefusedWithExitCode3AndNeverPrinted() async throws {
+        let fixture = try ServerWithAgent()
+        try await fixture.start()
+        let url = fixture.adminURL
+        let secret = "wrong-token-7d41e0c9a8"
+        let wrongFile = fixture.directory + "/wrong.token"
+        try secret.write(toFile: wrongFile, atomically: true, encoding: .utf8)
+
+        for (arguments, env) in [
+            (["agents", "--server", url, "--token", secret], [String: String]()),
+            (["sessions", "--server", url, "--token-file", wrongFile], [:]),
+            (["recordings", "--json"], ["RECORDCTL_SERVER": url, "RECORDCTL_TOKEN": secret]),
+            (["top", "--once"], ["RECORDCTL_SERVER": url, "RECORDCTL_TOKEN_FILE": wrongFile]),
+        ] {
+            let result = try recordctl(arguments, environment: env)
+            #expect(result.status == 3, "\(arguments): \(result.output)")
+            #expect(result.stderr.contains("the admin token was refused"), "\(result.stderr)")
+            #expect(!result.output.contains(secret), "the token leaked: \(result.output)")
+        }
+        let noToken = try recordctl(["agents", "--server", url])
+        #expect(noToken.status == 3)
+        #expect(noToken.stderr.contains("no admin token given"), "\(noToken.stderr)")
+
+        // The right token from a file works.
+        let ok = try recordctl(["agents", "--server", url, "--token-file", fixture.tokenFile])
+        #expect(ok.status == 0, "\(ok.output)")
+        #expect(ok.stdout.contains("no agents connected"))
+        await fixture.stop()
+
+        let refused = try recordctl(["agents", "--server", url, "--token", secret])
+        #expect(refused.status == 3)
+        #expect(refused.stderr.contains("cannot reach record-server at \(url)"), "\(refused.stderr)")
+        #expect(!refused.output.contains(secret))
+    }
+}
+
+/// `recordctl inspect --json` against ffprobe on the same file.
+enum InspectAgreesWithFFprobe {
+    static func check(_ file: String) throws {
+        let inspect = try recordctl(["inspect", "--json", file])
+        try #require(inspect.status == 0, "\(inspect.output)")
+        let ours = try inspect.json()["tracks"] as? [[String: Any]] ?? []
+        let probe = try tool("ffprobe", ["-v", "error", "-count_packets", "-show_entries",
+                                         "stream=index,codec_type,codec_name,width,height,nb_frames,nb_read_packets,duration",
+                                         "-of", "json", file])
+        try #require(probe.status == 0, "\(probe.stderr)")
+        let streams = try #require(try JSONSerialization.jsonObject(with: Data(probe.stdout.utf8)) as? [String: Any])["streams"] as? [[String: Any]] ?? []
+        #expect(ours.count == streams.count, "track count")
+        #expect(ours.count >= 2)
+        for (track, stream) in zip(ours, streams) {
+            #expect(track["codec"] as? String == stream["codec_name"] as? String)
+            #expect(track["kind"] as? String == stream["codec_type"] as? String)
+            if track["kind"] as? String == "video" {
+                #expect(track["width"] as? Int == stream["width"] as? Int)
+                #expect(track["height"] as? Int == stream["height"] as? Int)
+            }
+            let frames = Int(stream["nb_frames"] as? String ?? "") ?? -1
+            let packets = Int(stream["nb_read_packets"] as? String ?? "") ?? -1
+            #expect(track["samples"] as? Int == frames, "frame count of \(track["label"] ?? "")")
+            #expect(track["samples"] as? Int == packets, "packet count of \(track["label"] ?? "")")
+            let duration = Double(stream["duration"] as? String ?? "") ?? -1
+            let ourDuration = track["duration_seconds"] as? Double ?? -2
+            // ffprobe leaves Opus's pre-skip (312 samples at 48 kHz = 6.5 ms) out of the stream duration.
+            let preSkip = track["codec"] as? String == "opus" ? 312.0 / 48000 : 0
+            #expect(abs(duration - (ourDuration - preSkip)) < 0.002, "duration of \(track["label"] ?? ""): ours \(ourDuration), ffprobe \(duration)")
+        }
+    }
+}
