@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.8.0"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.0.0"),
     ],
     targets: [
         // System libraries (Debian: libx264-dev, libopus-dev, libv4l-dev, libasound2-dev).
@@ -53,6 +54,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
         .target(
@@ -101,7 +103,15 @@ let package = Package(
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
         .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding"]),
         .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"]),
-        .testTarget(name: "RecordingTLSTests", dependencies: ["RecordingTLS"]),
+        .testTarget(
+            name: "RecordingTLSTests",
+            dependencies: [
+                "RecordingTLS",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(
             name: "RecordServerTests",
             dependencies: [
@@ -109,10 +119,28 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        .testTarget(name: "RecordCtlTests", dependencies: ["RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "CaptureAgentCore"]),
-        .testTarget(name: "CaptureAgentTests", dependencies: ["CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore"]),
+        .testTarget(
+            name: "RecordCtlTests",
+            dependencies: [
+                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "CaptureAgentCore",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "CaptureAgentTests",
+            dependencies: [
+                "CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
