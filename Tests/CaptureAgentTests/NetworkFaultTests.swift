@@ -1,0 +1,273 @@
+import Foundation
+import MediaEncoding
+import NIOCore
+import NIOPosix
+import RecordServerCore
+import RecordingTLS
+import Shared
+import Testing
+@testable import CaptureAgentCore
+
+/// Copies the bytes it reads to its partner channel; closes the partner when its own side goes.
+private final class ProxyRelay: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    let partner: Channel
+    init(partner: Channel) { self.partner = partner }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        partner.writeAndFlush(unwrapInboundIn(data), promise: nil)
+    }
+    func channelInactive(context: ChannelHandlerContext) {
+        partner.close(promise: nil)
+        context.fireChannelInactive()
+    }
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+        partner.close(promise: nil)
+    }
+}
+
+/// On an accepted connection: refuses it while the proxy is cut, otherwise connects to the
+/// target and glues both directions together.
+private final class ProxyAccept: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    let proxy: FaultInjectingProxy
+    init(proxy: FaultInjectingProxy) { self.proxy = proxy }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.fireChannelActive()
+        let child = context.channel
+        guard proxy.admit(child, isNewConnection: true) else {
+            child.close(promise: nil)
+            return
+        }
+        let proxy = self.proxy
+        ClientBootstrap(group: child.eventLoop)
+            .channelInitializer { outbound in
+                outbound.eventLoop.makeCompletedFuture {
+                    try outbound.pipeline.syncOperations.addHandler(ProxyRelay(partner: child))
+                }
+            }
+            .connect(host: "127.0.0.1", port: proxy.targetPort)
+            .whenComplete { result in
+                switch result {
+                case .failure:
+                    child.close(promise: nil)
+                case .success(let outbound):
+                    guard proxy.admit(outbound) else {
+                        outbound.close(promise: nil)
+                        child.close(promise: nil)
+                        return
+                    }
+                    child.eventLoop.execute {
+                        do {
+                            try child.pipeline.syncOperations.addHandler(ProxyRelay(partner: outbound))
+                            child.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in child.read() }
+                        } catch {
+                            child.close(promise: nil)
+                            outbound.close(promise: nil)
+                        }
+                    }
+                }
+            }
+    }
+}
+
+/// A TCP proxy on loopback that can cut the network: `cut()` closes every current connection
+/// and drops new ones until `restore()`.
+final class FaultInjectingProxy: @unchecked Sendable {
+    let targetPort: Int
+    private let lock = NSLock()
+    private var isCut = false
+    private var open: [ObjectIdentifier: Channel] = [:]
+    private var accepted = 0
+    private var refused = 0
+    private var listener: Channel?
+
+    var port: Int { listener?.localAddress?.port ?? 0 }
+    /// Connections accepted and forwarded / refused while cut.
+    var counts: (accepted: Int, refused: Int) { lock.withLock { (accepted, refused) } }
+
+    init(group: EventLoopGroup, targetPort: Int) async throws {
+        self.targetPort = targetPort
+        listener = try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.autoRead, value: false)
+            .childChannelInitializer { [self] child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(ProxyAccept(proxy: self))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+    }
+
+    /// Registers a channel of a forwarded connection, or says no (and counts it) while cut.
+    fileprivate func admit(_ channel: Channel, isNewConnection: Bool = false) -> Bool {
+        let ok = lock.withLock { () -> Bool in
+            if isCut { refused += 1; return false }
+            open[ObjectIdentifier(channel)] = channel
+            if isNewConnection { accepted += 1 }
+            return true
+        }
+        if ok {
+            channel.closeFuture.whenComplete { [self] _ in
+                lock.withLock { _ = open.removeValue(forKey: ObjectIdentifier(channel)) }
+            }
+        }
+        return ok
+    }
+
+    func cut() {
+        let channels = lock.withLock { () -> [Channel] in
+            isCut = true
+            return Array(open.values)
+        }
+        for c in channels { c.close(promise: nil) }
+    }
+
+    func restore() { lock.withLock { isCut = false } }
+
+    func close() async {
+        cut()
+        try? await listener?.close()
+    }
+}
+
+@Suite("Network faults between agent and record-server", .serialized)
+struct NetworkFaultTests {
+    /// The fixture's agent certificate, `sources`, a graceful stop by `shutdown()` (no duration).
+    private func settings(_ fixture: EndToEndFixture, port: Int, sources: [String], sessionID: Identifier,
+                          duration: Double?) throws -> AgentSettings {
+        AgentSettings(
+            host: "127.0.0.1", port: port,
+            tls: try TLSConfigurations.client(caPEMPath: fixture.caPath, certificatePEMPath: fixture.directory.path + "/agent.pem",
+                                              privateKeyPEMPath: fixture.directory.path + "/agent-key.pem", serverHostname: "127.0.0.1"),
+            tlsHostname: nil, agentID: "cam-e2e",
+            sources: try sources.map { try SourceSpec.parse($0) },
+            video: VideoEncodingSettings(preset: "ultrafast", threads: 1),
+            backoff: ReconnectBackoff(initial: 100_000_000, maximum: 1_000_000_000),
+            record: true, sessionID: sessionID, duration: duration)
+    }
+
+    /// Every video track: all counters readable, 0..N-1 exactly once in order, N in `expected`.
+    @discardableResult
+    private func checkFrames(_ decoded: DecodedRecording, expected: ClosedRange<Int>) -> [Int] {
+        #expect(decoded.decodeErrors.isEmpty, "ffmpeg: \(decoded.decodeErrors)")
+        #expect(decoded.streams.map(\.type).sorted() == ["audio", "video", "video"], "\(decoded.streams.map(\.type))")
+        #expect(decoded.streams.filter { $0.type == "video" }.allSatisfy { $0.codec == "h264" })
+        #expect(decoded.streams.first { $0.type == "audio" }?.codec == "opus")
+        #expect(decoded.videoFrames.count == 2)
+        var counts: [Int] = []
+        for frames in decoded.videoFrames {
+            let numbers = frames.compactMap(\.number)
+            #expect(numbers.count == frames.count, "every frame's counter is readable")
+            let n = numbers.count
+            #expect(expected.contains(n), "\(n) frames, expected \(expected)")
+            #expect(numbers == Array(0..<n), "first problem at \(zip(numbers, 0...).first { $0 != $1 }.map { "\($0)" } ?? "-")")
+            counts.append(n)
+        }
+        return counts
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func networkCutOfTenSecondsResumesIntoTheSameRecordingWithEveryFrameOnce() async throws {
+        let fixture = try EndToEndFixture()
+        let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
+        let running = try await server.start()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let proxy = try await FaultInjectingProxy(group: group, targetPort: running.ingestPort)
+        let agent = try AgentRuntime(
+            settings: try settings(fixture, port: proxy.port,
+                                   sources: ["front=test:320x240@15", "back=test:320x240@15", "tone=test:audio"],
+                                   sessionID: "net-cut-1", duration: nil),
+            logger: EndToEndFixture.logger, group: group)
+        let started = Date()
+        let recording = Task { try await agent.run() }
+
+        func cleanUp() async {
+            agent.shutdown()
+            agent.shutdown()
+            _ = try? await recording.value
+            await proxy.close()
+            await running.stop()
+            try? await group.shutdownGracefully()
+        }
+
+        // Bounded wait for the session to exist on the server (through the proxy).
+        let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
+        var opened = false
+        for _ in 0..<300 {
+            if try catalog.session(id: "net-cut-1") != nil { opened = true; break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        guard opened else {
+            await cleanUp()
+            Issue.record("the agent's session never appeared in the catalog")
+            return
+        }
+        try await Task.sleep(for: .seconds(3))
+        proxy.cut()
+        try await Task.sleep(for: .seconds(10))
+        proxy.restore()
+        try await Task.sleep(for: .seconds(3))
+        // Graceful stop: capture ends, everything buffered is sent, the session is closed.
+        agent.shutdown()
+        try await recording.value
+        let elapsed = Date().timeIntervalSince(started)
+        let counts = proxy.counts
+        await proxy.close()
+        await running.stop()
+        try await group.shutdownGracefully()
+
+        #expect(counts.accepted >= 2, "the agent reconnected after the cut; proxy: \(counts)")
+        let record = try #require(try catalog.session(id: "net-cut-1"))
+        #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
+        let files = fixture.recordings()
+        #expect(files.count == 1, "\(files)")
+        let file = try #require(files.first)
+        #expect(file.contains("net-cut-1"), "\(file)")
+        let decoded = try DecodedRecording(path: file)
+        // The sources kept capturing during the cut (the resend buffer covered it): about
+        // `elapsed` seconds at 15 fps, with loose bounds.
+        let low = max(1, Int((elapsed - 6) * 15)), high = Int((elapsed + 3) * 15)
+        let frames = checkFrames(decoded, expected: low...high)
+        #expect(frames.allSatisfy { $0 >= 13 * 15 }, "the cut is inside the recording: \(frames) frames")
+    }
+
+    @Test(.timeLimit(.minutes(5)))
+    func audioVideoOffsetStaysWithinOneFrameOverSixtySeconds() async throws {
+        let fixture = try EndToEndFixture()
+        let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
+        let running = try await server.start()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let agent = try AgentRuntime(
+            settings: try settings(fixture, port: running.ingestPort,
+                                   sources: ["front=test:320x240@30", "back=test:320x240@30", "tone=test:audio"],
+                                   sessionID: "av-sync-60", duration: 61),
+            logger: EndToEndFixture.logger, group: group)
+        do {
+            try await agent.run()
+        } catch {
+            await running.stop()
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        await running.stop()
+        try await group.shutdownGracefully()
+
+        let files = fixture.recordings()
+        #expect(files.count == 1, "\(files)")
+        let file = try #require(files.first)
+        let decoded = try DecodedRecording(path: file)
+        // 61 s at 30 fps: 1830 frames per camera, loose bounds.
+        let counts = checkFrames(decoded, expected: 1750...1910)
+        // One flash per second on video, one beep per second on audio: all of them are compared.
+        let flashes = try #require(decoded.videoFrames.first).filter { ($0.number ?? 1) % 30 == 0 }.count
+        let beeps = TestToneReader.beepOnsets(samples: decoded.audioSamples, sampleRate: 48000).count
+        let seconds = (counts.first ?? 0) / 30
+        #expect(flashes >= 60 && abs(flashes - seconds) <= 1, "\(flashes) flashes over \(seconds) s")
+        #expect(beeps >= 59 && abs(beeps - seconds) <= 2, "\(beeps) beeps over \(seconds) s")
+        let offset = try #require(decoded.worstAudioVideoOffset(fps: 30), "flashes and beeps found")
+        #expect(offset <= 1.0 / 30 + 0.001, "worst audio/video offset \(offset * 1000) ms over \(beeps) beeps")
+    }
+}
