@@ -39,26 +39,10 @@ struct FleetFaultTests {
             record: true, sessionID: sessionID, duration: seconds)
     }
 
-    /// Decodes `path` and checks: no ffmpeg errors, 2 H.264 video + 1 Opus audio, every video
-    /// frame counter readable and 0..N-1 exactly once in order. Returns N per video track.
+    /// Decodes `path` and applies the shared contiguous-frames check. Returns N per video track.
     @discardableResult
     private func checkFrames(_ path: String, expectedFrames: ClosedRange<Int>) throws -> [Int] {
-        let decoded = try DecodedRecording(path: path)
-        #expect(decoded.decodeErrors.isEmpty, "ffmpeg on \(path): \(decoded.decodeErrors)")
-        #expect(decoded.streams.map(\.type).sorted() == ["audio", "video", "video"], "\(path): \(decoded.streams.map(\.type))")
-        #expect(decoded.streams.filter { $0.type == "video" }.allSatisfy { $0.codec == "h264" })
-        #expect(decoded.streams.first { $0.type == "audio" }?.codec == "opus")
-        #expect(decoded.videoFrames.count == 2)
-        var counts: [Int] = []
-        for frames in decoded.videoFrames {
-            let numbers = frames.compactMap(\.number)
-            #expect(numbers.count == frames.count, "every frame's counter is readable in \(path)")
-            let n = numbers.count
-            #expect(expectedFrames.contains(n), "\(n) frames in \(path)")
-            #expect(numbers == Array(0..<n), "\(path): first problem at \(zip(numbers, 0...).first { $0 != $1 }.map { "\($0)" } ?? "-")")
-            counts.append(n)
-        }
-        return counts
+        checkContiguousFrames(try DecodedRecording(path: path), expected: expectedFrames, context: path)
     }
 
     @Test(.timeLimit(.minutes(3)))

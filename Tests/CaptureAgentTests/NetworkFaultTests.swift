@@ -149,26 +149,6 @@ struct NetworkFaultTests {
             record: true, sessionID: sessionID, duration: duration)
     }
 
-    /// Every video track: all counters readable, 0..N-1 exactly once in order, N in `expected`.
-    @discardableResult
-    private func checkFrames(_ decoded: DecodedRecording, expected: ClosedRange<Int>) -> [Int] {
-        #expect(decoded.decodeErrors.isEmpty, "ffmpeg: \(decoded.decodeErrors)")
-        #expect(decoded.streams.map(\.type).sorted() == ["audio", "video", "video"], "\(decoded.streams.map(\.type))")
-        #expect(decoded.streams.filter { $0.type == "video" }.allSatisfy { $0.codec == "h264" })
-        #expect(decoded.streams.first { $0.type == "audio" }?.codec == "opus")
-        #expect(decoded.videoFrames.count == 2)
-        var counts: [Int] = []
-        for frames in decoded.videoFrames {
-            let numbers = frames.compactMap(\.number)
-            #expect(numbers.count == frames.count, "every frame's counter is readable")
-            let n = numbers.count
-            #expect(expected.contains(n), "\(n) frames, expected \(expected)")
-            #expect(numbers == Array(0..<n), "first problem at \(zip(numbers, 0...).first { $0 != $1 }.map { "\($0)" } ?? "-")")
-            counts.append(n)
-        }
-        return counts
-    }
-
     @Test(.timeLimit(.minutes(3)))
     func networkCutOfTenSecondsResumesIntoTheSameRecordingWithEveryFrameOnce() async throws {
         let fixture = try EndToEndFixture()
@@ -230,7 +210,7 @@ struct NetworkFaultTests {
         // The sources kept capturing during the cut (the resend buffer covered it): about
         // `elapsed` seconds at 15 fps, with loose bounds.
         let low = max(1, Int((elapsed - 6) * 15)), high = Int((elapsed + 3) * 15)
-        let frames = checkFrames(decoded, expected: low...high)
+        let frames = checkContiguousFrames(decoded, expected: low...high)
         #expect(frames.allSatisfy { $0 >= 13 * 15 }, "the cut is inside the recording: \(frames) frames")
     }
 
@@ -260,7 +240,7 @@ struct NetworkFaultTests {
         let file = try #require(files.first)
         let decoded = try DecodedRecording(path: file)
         // 61 s at 30 fps: 1830 frames per camera, loose bounds.
-        let counts = checkFrames(decoded, expected: 1750...1910)
+        let counts = checkContiguousFrames(decoded, expected: 1750...1910)
         // One flash per second on video, one beep per second on audio: all of them are compared.
         let flashes = try #require(decoded.videoFrames.first).filter { ($0.number ?? 1) % 30 == 0 }.count
         let beeps = TestToneReader.beepOnsets(samples: decoded.audioSamples, sampleRate: 48000).count
