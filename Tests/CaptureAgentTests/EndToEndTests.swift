@@ -49,11 +49,11 @@ func freePort() throws -> Int {
 }
 
 extension EndToEndTests {
-    /// The server process is killed (SIGKILL, no chance to finalize) in the middle of the
-    /// recording and started again on the same data directory: the agent reconnects,
-    /// resumes from the server's durable point and resends the rest.
+    /// The server process is killed (SIGKILL, no chance to finalize) three times in the
+    /// middle of one recording and started again each time on the same data directory: the
+    /// agent reconnects, resumes from the server's durable point and resends the rest.
     @Test(.timeLimit(.minutes(3)), .enabled(if: recordServerBinary != nil, "needs .build/debug/record-server (swift build --build-tests)"))
-    func serverKilledAndRestartedMidRecordingStillEveryFrameExactlyOnce() async throws {
+    func serverKilledThreeTimesMidRecordingStillEveryFrameExactlyOnce() async throws {
         let fixture = try EndToEndFixture()
         let port = try freePort()
         var config = fixture.serverConfiguration
@@ -72,22 +72,32 @@ extension EndToEndTests {
         }
         var server = try launch()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let agent = try AgentRuntime(settings: try fixture.agentSettings(port: port, seconds: 10, sessionID: "e2e-kill"),
+        let agent = try AgentRuntime(settings: try fixture.agentSettings(port: port, seconds: 15, sessionID: "e2e-kill"),
                                      logger: EndToEndFixture.logger, group: group)
         let recording = Task { try await agent.run() }
-        try await Task.sleep(for: .seconds(4))
-        kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
-        try await Task.sleep(for: .seconds(2))
-        server = try launch()
+        var kills = 0
+        for _ in 0..<3 {
+            try await Task.sleep(for: .seconds(3))
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+            if server.terminationReason == .uncaughtSignal { kills += 1 }
+            try await Task.sleep(for: .seconds(1))
+            server = try launch()
+        }
         try await recording.value
         server.terminate()
         server.waitUntilExit()
         try await group.shutdownGracefully()
+        #expect(kills == 3, "the server died of SIGKILL \(kills) times")
+
+        // One session, resumed after every kill and finalized once.
+        let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
+        let record = try #require(try catalog.session(id: "e2e-kill"))
+        #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
 
         let files = fixture.recordings()
         #expect(files.count == 1, "\(files)")
         let file = try #require(files.first)
-        try checkRecording(file, expectedFrames: 295...305)
+        try checkRecording(file, expectedFrames: 445...455)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 /// Shared by the fault tests: the decoded recording has 2 H.264 video tracks and 1 Opus track,
@@ -20,4 +21,12 @@ func checkContiguousFrames(_ decoded: DecodedRecording, expected: ClosedRange<In
         counts.append(n)
     }
     return counts
+}
+
+/// Packets in all streams of `path`, counted by ffprobe.
+func countPackets(_ path: String) throws -> Int {
+    let out = String(decoding: try runTool("/usr/bin/ffprobe", [
+        "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", path,
+    ]), as: UTF8.self)
+    return out.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.reduce(0, +)
 }

@@ -106,10 +106,14 @@ struct FleetFaultTests {
             "run", "--server", "127.0.0.1:\(running.ingestPort)", "--ca", fixture.caPath, "--cert", cert, "--key", key,
             "--agent-id", "agent-k", "--source", "front=test:320x240@15", "--source", "back=test:320x240@15",
             "--source", "tone=test:audio", "--preset", "ultrafast", "--threads", "1",
-            "--record", "--session-id", "crash-1", "--duration", "60", "--log-level", "warning",
+            "--record", "--session-id", "crash-1", "--duration", "60", "--log-level", "trace",
         ]
+        // The agent logs every acknowledgement at trace level; the log tells the test what the
+        // server had promised was durable when the agent died.
+        let logPath = fixture.directory.path + "/agent.log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
         agent.standardOutput = FileHandle.nullDevice
-        agent.standardError = FileHandle.nullDevice
+        agent.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try agent.run()
         defer {
             if agent.isRunning { kill(agent.processIdentifier, SIGKILL); agent.waitUntilExit() }
@@ -149,8 +153,22 @@ struct FleetFaultTests {
         // Whatever was durable before the kill: contiguous from frame 0, no duplicates, at least one frame.
         let counts = try checkFrames(file, expectedFrames: 1...2000)
         #expect(counts.count == 2 && counts.allSatisfy { $0 > 0 }, "\(counts)")
-        // About 4 s (60 frames) were recorded before the kill; at least 1 s of it must have been
-        // acknowledged and made durable (a generous floor, not a timing measurement).
-        #expect(counts.allSatisfy { $0 >= 15 }, "frames kept per camera: \(counts)")
+        // Complete up to the last acknowledged sample: every sample with a sequence number up to
+        // the agent's last ack is in the file (sequence numbers count samples of all tracks from 1).
+        let log = try String(contentsOfFile: logPath, encoding: .utf8)
+        let lastAck = try #require(Self.lastAcknowledgedSequence(in: log, session: "crash-1"),
+                                   "the agent logged at least one acknowledgement before it was killed")
+        let packets = try countPackets(file)
+        #expect(packets >= lastAck, "the file holds \(packets) samples; the server had acknowledged \(lastAck)")
+        #expect(lastAck > 0)
+    }
+
+    /// The highest "acknowledged through sequence N" the agent logged for `session`.
+    static func lastAcknowledgedSequence(in log: String, session: String) -> Int? {
+        let marker = "session \(session) acknowledged through sequence "
+        return log.split(whereSeparator: \.isNewline).compactMap { line -> Int? in
+            guard let range = line.range(of: marker) else { return nil }
+            return Int(line[range.upperBound...].prefix { $0.isNumber })
+        }.max()
     }
 }

@@ -237,7 +237,9 @@ public struct AgentStateMachine: Sendable {
             guard var s = session, s.id == ack.sessionID else { return [.log(.debug, "ack for another session \(ack.sessionID)")] }
             s.buffer.acknowledge(ack.sequence)
             session = s
-            return []
+            // At trace level so that an operator (or a fault test) can see exactly what the
+            // server has promised is durable; one line per fragment, about one a second.
+            return [.log(.trace, "session \(s.id) acknowledged through sequence \(ack.sequence)")]
         case .sessionClosed(let closed):
             guard let s = session, s.id == closed.sessionID else {
                 return [.log(.warning, "SessionClosed for unknown session \(closed.sessionID)")]
