@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "record-server", targets: ["RecordServer"]),
         .executable(name: "recordctl", targets: ["recordctl"]),
         .executable(name: "mux-bench", targets: ["MuxBench"]),
+        .executable(name: "ingest-bench", targets: ["IngestBench"]),
         .library(name: "Shared", targets: ["Shared"]),
     ],
     dependencies: [
@@ -97,7 +98,18 @@ let package = Package(
         .executableTarget(name: "CaptureAgent", dependencies: ["CaptureAgentCore"]),
         .executableTarget(name: "RecordServer", dependencies: ["RecordServerCore"]),
         .executableTarget(name: "recordctl", dependencies: ["RecordCtlCore"]),
-        .executableTarget(name: "MuxBench", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"], path: "Benchmarks/MuxBench"),
+        .target(name: "BenchSupport", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"], path: "Benchmarks/BenchSupport"),
+        .executableTarget(name: "MuxBench", dependencies: ["BenchSupport", "Shared", "MediaEncoding", "RecordCtlCore"], path: "Benchmarks/MuxBench"),
+        .executableTarget(
+            name: "IngestBench",
+            dependencies: [
+                "BenchSupport", "Shared", "RecordingTLS",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Benchmarks/IngestBench"),
 
         .testTarget(name: "MP4Tests", dependencies: ["MP4"]),
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),

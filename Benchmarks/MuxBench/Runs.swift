@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import BenchSupport
 import Shared
 
 /// One muxer run: start + appends timed apart from `finish()` (finalize).
@@ -67,23 +68,6 @@ func runFFmpegCopy(input: String, output: String) throws -> ChildRun {
     let run = try spawnAndWait(ffmpegCopyArguments(input: input, output: output))
     guard run.exitStatus == 0 else { throw BenchError("ffmpeg exited with status \(run.exitStatus)") }
     return run
-}
-
-/// Packets per stream as ffprobe counts them (demuxing the whole file).
-func ffprobePacketCount(_ path: String) -> Int? {
-    guard let out = capture("ffprobe -v error -count_packets -show_entries stream=nb_read_packets -of csv=p=0 " + shellQuote(path))
-    else { return nil }
-    let counts = out.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters()) }
-    return counts.isEmpty ? nil : counts.reduce(0, +)
-}
-
-extension Substring {
-    func trimmingCharacters() -> Substring {
-        var s = self
-        while let c = s.first, c.isWhitespace || c == "," { s.removeFirst() }
-        while let c = s.last, c.isWhitespace || c == "," { s.removeLast() }
-        return s
-    }
 }
 
 /// Top-level boxes of an MP4 file: (type, size).

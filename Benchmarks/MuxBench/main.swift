@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import BenchSupport
 import Shared
 
 // mux-bench: muxes an in-memory 2×720p30 H.264 + Opus recording with MP4Muxer and compares it,
@@ -85,29 +86,6 @@ struct Options {
 func mb(_ bytes: UInt64) -> String { format(Double(bytes) / 1e6, 1) }
 func ms(_ s: Double) -> String { format(s * 1000, s < 0.01 ? 2 : 1) }
 
-func machineFacts(workDirectory: String) -> [(String, String)] {
-    let cpuinfo = readTextFile("/proc/cpuinfo") ?? ""
-    let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-        .flatMap { $0.split(separator: ":", maxSplits: 1).last.map { String($0.trimmingCharacters()) } } ?? "?"
-    let memKiB = (readTextFile("/proc/meminfo") ?? "").split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
-        .flatMap { Int($0.filter(\.isNumber)) } ?? 0
-    var u = utsname()
-    uname(&u)
-    let kernel = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-    let os = (readTextFile("/etc/os-release") ?? "").split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
-        .map { String($0.dropFirst("PRETTY_NAME=".count).filter { $0 != "\"" }) } ?? "?"
-    let ffmpeg = capture("ffmpeg -hide_banner -version 2>/dev/null")?.split(separator: "\n").first.map(String.init) ?? "ffmpeg not found"
-    let fs = capture("stat -f -c %T " + shellQuote(workDirectory))?.split(separator: "\n").first.map(String.init) ?? "?"
-    let swiftVersion = getenv("MUX_BENCH_SWIFT_VERSION").map { String(cString: $0) } ?? "see `swift --version`"
-    return [
-        ("CPU", "\(model), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) online CPUs (nproc)"),
-        ("Memory", "\(format(Double(memKiB) / 1048576, 1)) GiB"),
-        ("OS / kernel", "\(os), Linux \(kernel)"),
-        ("Swift", swiftVersion + ", release build (-c release)"),
-        ("ffmpeg", ffmpeg),
-        ("Output directory", "\(workDirectory) (stat -f: \(fs))"),
-    ]
-}
 
 func run() throws {
     let options = try Options.parse(Array(CommandLine.arguments.dropFirst()))

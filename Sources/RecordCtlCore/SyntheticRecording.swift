@@ -43,14 +43,15 @@ public struct SyntheticRecording: Sendable {
     ///   - clockBase: the source clock's value at the recording's start (any monotonic reading).
     ///   - preset: x264 preset; "ultrafast" keeps demos and tests quick.
     public static func generate(seconds: Double, videos: [Video], audio: Audio?, clockBase: Int64 = 1_000_000_000_000,
-                                preset: String = "ultrafast", keyframeInterval: Int? = nil) throws -> SyntheticRecording {
+                                preset: String = "ultrafast", keyframeInterval: Int? = nil,
+                                rateControl: H264Encoder.Settings.RateControl = .crf(23)) throws -> SyntheticRecording {
         var tracks: [TrackConfiguration] = []
         var samples: [(track: UInt32, sample: MuxerSample)] = []
         for (i, video) in videos.enumerated() {
             let id = UInt32(i + 1)
             let frameCount = Int((seconds * Double(video.fps)).rounded())
             let settings = H264Encoder.Settings(width: video.width, height: video.height, fps: video.fps, preset: preset,
-                                                tune: video.bFrames > 0 ? nil : "zerolatency",
+                                                tune: video.bFrames > 0 ? nil : "zerolatency", rateControl: rateControl,
                                                 keyframeInterval: keyframeInterval ?? video.fps, bFrames: video.bFrames)
             let encoder = try H264Encoder(settings: settings)
             tracks.append(TrackConfiguration(id: id, label: video.label, codec: .h264(sps: encoder.sps, pps: encoder.pps), rotation: video.rotation))

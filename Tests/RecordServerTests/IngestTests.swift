@@ -23,6 +23,11 @@ struct IngestTests {
         #expect(streams == expected)
     }
 
+    static func queueBytes(_ metrics: ServerMetrics) -> Double {
+        let line = metrics.exposition().split(separator: "\n").first { $0.hasPrefix("recordserver_queue_bytes ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? .nan
+    }
+
     @Test("a 3-track session becomes one MP4 with every sample, acknowledged and finalized")
     func threeTrackSession() async throws {
         let fixture = try ServerFixture()
@@ -31,7 +36,17 @@ struct IngestTests {
         let agent = try await fixture.connectAgent("agent-1", port: port)
         #expect(try await agent.open(content.open) == 0)
         try await stream(content.samples[...], to: agent)
+        // The last, still open fragment is received but not durable: the queue gauge shows it
+        // (polled, bounded: ingest processes what was sent asynchronously).
+        let metrics = try #require(fixture.server?.metrics)
+        var queued = 0.0
+        for _ in 0..<100 where queued == 0 {
+            try await Task.sleep(for: .milliseconds(50))
+            queued = Self.queueBytes(metrics)
+        }
+        #expect(queued > 0, "recordserver_queue_bytes while the last fragment is open")
         let closed = try await agent.close("s-three", finalSequence: UInt64(content.samples.count))
+        #expect(Self.queueBytes(metrics) == 0, "nothing is waiting once the session is finalized")
         #expect(closed.outcome == .finalized)
         #expect(closed.durableSequence == UInt64(content.samples.count))
         #expect(agent.highestAck == UInt64(content.samples.count))

@@ -113,6 +113,12 @@ struct MetricsTests {
         #expect(seriesValue("recordserver_fragment_write_seconds_count", in: page) == 1)
         #expect(seriesValue(#"recordserver_fragment_write_seconds_bucket{le="0.00025"}"#, in: page) == 1)
         #expect(seriesValue("recordserver_queue_bytes", in: page) == 65_536)
+
+        // Sessions report changes; the gauge is their sum.
+        metrics.queueBytesChanged(by: 1_000)
+        metrics.queueBytesChanged(by: -65_536)
+        metrics.queueBytesChanged(by: 0)
+        #expect(seriesValue("recordserver_queue_bytes", in: metrics.exposition()) == 1_000)
     }
 
     @Test func instancesAreIndependent() {

@@ -198,6 +198,10 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         queueBytes.set(bytes)
     }
 
+    public func queueBytesChanged(by delta: Int) {
+        if delta > 0 { queueBytes.increment(by: Double(delta)) } else if delta < 0 { queueBytes.decrement(by: Double(-delta)) }
+    }
+
     // MARK: IngestMetrics
 
     public func connectionOpened() {

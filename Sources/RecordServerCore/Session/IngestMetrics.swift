@@ -13,6 +13,8 @@ public protocol IngestMetrics: Sendable {
     func ackSent()
     func duplicateIgnored()
     func error(code: ProtocolError.Code)
+    /// Media bytes received but not yet durable changed by `delta` (summed over sessions).
+    func queueBytesChanged(by delta: Int)
 }
 
 public struct NoMetrics: IngestMetrics {
@@ -27,4 +29,5 @@ public struct NoMetrics: IngestMetrics {
     public func ackSent() {}
     public func duplicateIgnored() {}
     public func error(code: ProtocolError.Code) {}
+    public func queueBytesChanged(by delta: Int) {}
 }

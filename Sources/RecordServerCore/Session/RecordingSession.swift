@@ -105,8 +105,18 @@ actor RecordingSession {
         stats.record(pts: sample.pts, bytes: sample.data.readableBytes)
         tracks[sample.track] = stats
         metrics.sampleIngested(kind: stats.kind, bytes: sample.data.readableBytes)
+        defer { reportQueue() }
         return try process(events)
     }
+
+    /// Tells the metrics how this session's not-yet-durable bytes changed since last time
+    /// (all of them leave the queue when the session ends, whatever its outcome).
+    private func reportQueue() {
+        let now = isFinished ? 0 : muxer.bufferedPayloadBytes
+        metrics.queueBytesChanged(by: now - reportedQueueBytes)
+        reportedQueueBytes = now
+    }
+    private var reportedQueueBytes = 0
 
     func endTrack(_ end: TrackEnd) throws(ProtocolError) -> UInt64? {
         endedTracks.insert(end.track)
@@ -123,6 +133,7 @@ actor RecordingSession {
         do { events = try muxer.endTrack(TrackMapping.muxerTrackID(end.track)) } catch {
             return try handle(error, track: end.track)
         }
+        defer { reportQueue() }
         return try process(events)
     }
 
@@ -153,6 +164,7 @@ actor RecordingSession {
         phase = .finished(.cancelled)
         try? catalog.updateSession(id: id.value, status: .cancelled, endedAt: Date(), error: reason.isEmpty ? nil : reason)
         metrics.sessionEnded(outcome: .cancelled)
+        reportQueue()
         logger.notice("session cancelled; recording discarded", metadata: ["reason": "\(reason)"])
     }
 
@@ -261,6 +273,7 @@ actor RecordingSession {
             try? catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason)
             persistTracks()
             metrics.sessionEnded(outcome: status)
+            reportQueue()
             logger.error("session failed", metadata: ["error": "\(reason)"])
         }
     }
@@ -275,6 +288,7 @@ actor RecordingSession {
             try? catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason)
             persistTracks()
             metrics.sessionEnded(outcome: status)
+            reportQueue()
             logger.notice("session finalized", metadata: ["status": "\(status.rawValue)", "files": "\(summary.segments.map(\.path))"])
         } catch {
             fail(.failed, "finalize failed: \(error.message)")

@@ -46,6 +46,7 @@ struct Interleaver {
     }
 
     var queuedSampleCount: Int { queues.reduce(0) { $0 + $1.samples.count - $1.head } }
+    var queuedBytes: Int { queues.reduce(0) { $0 + $1.queuedBytes } }
 
     mutating func push(_ sample: PreparedSample) {
         let t = sample.trackIndex

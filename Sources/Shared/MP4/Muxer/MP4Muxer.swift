@@ -36,6 +36,12 @@ public final class MP4Muxer {
     /// its own keyframe, before it is moved over anyway.
     static let segmentDrainLimit: Int64 = 10_000_000_000
 
+    /// Payload bytes accepted but not yet durable: waiting in the interleaver or in an open
+    /// fragment. What a crash would cost right now (and the server's queue gauge).
+    public var bufferedPayloadBytes: Int {
+        interleaver.queuedBytes + (current?.pendingBytes ?? 0) + (draining?.pendingBytes ?? 0)
+    }
+
     public init(configuration: MuxerConfiguration) throws(MuxerError) {
         guard !configuration.tracks.isEmpty else { throw MuxerError(.invalidConfiguration, "a recording needs at least one track") }
         guard Set(configuration.tracks.map(\.id)).count == configuration.tracks.count else {

@@ -1,20 +1,20 @@
 /// A titled table printed as aligned plain text or as Markdown.
-struct Table {
-    var title: String
-    var header: [String]
-    var rows: [[String]] = []
+public struct Table {
+    public var title: String
+    public var header: [String]
+    public var rows: [[String]] = []
     /// Columns aligned left (the others right).
-    var leftColumns: Set<Int> = [0]
+    public var leftColumns: Set<Int> = [0]
 
-    init(_ title: String, header: [String], leftColumns: Set<Int> = [0]) {
+    public init(_ title: String, header: [String], leftColumns: Set<Int> = [0]) {
         self.title = title
         self.header = header
         self.leftColumns = leftColumns
     }
 
-    mutating func add(_ row: [String]) { rows.append(row) }
+    public mutating func add(_ row: [String]) { rows.append(row) }
 
-    func render(markdown: Bool) -> String {
+    public func render(markdown: Bool) -> String {
         if markdown {
             var out = title.isEmpty ? "" : "**\(title)**\n\n"
             out += "| " + header.joined(separator: " | ") + " |\n"
@@ -41,7 +41,7 @@ struct Table {
 }
 
 /// Key/value facts (machine, content) as a two-column table.
-func factsTable(_ title: String, _ facts: [(String, String)]) -> Table {
+public func factsTable(_ title: String, _ facts: [(String, String)]) -> Table {
     var t = Table(title, header: ["Item", "Value"], leftColumns: [0, 1])
     for (k, v) in facts { t.add([k, v]) }
     return t

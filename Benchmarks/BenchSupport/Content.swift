@@ -3,41 +3,51 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import MediaEncoding
 import RecordCtlCore
 import Shared
 
 /// Tracks and samples in send order (what `SyntheticRecording` yields; its memberwise init is
 /// internal, so the cache rebuilds this instead).
-struct Recording {
-    var tracks: [TrackConfiguration]
-    var samples: [MuxerSample]
+public struct Recording {
+    public var tracks: [TrackConfiguration]
+    public var samples: [MuxerSample]
 }
 
 /// What is muxed: N seconds of two H.264 cameras plus one Opus microphone, encoded once with
 /// real x264 (ultrafast) and libopus by `SyntheticRecording`, then held in memory.
-struct BenchContent {
-    var seconds: Int
-    var width: Int
-    var height: Int
-    var fps: Int
-    var preset: String
-    var clockBase: Int64
-    var recording: Recording
+public struct BenchContent {
+    public var seconds: Int
+    public var width: Int
+    public var height: Int
+    public var fps: Int
+    public var preset: String
+    /// Average video bitrate per camera in kbit/s; nil = x264's CRF 23.
+    public var videoKbps: Int?
+    public var clockBase: Int64
+    public var recording: Recording
 
-    static let clockBase: Int64 = 1_000_000_000_000
+    public static let clockBase: Int64 = 1_000_000_000_000
 
-    var cacheKey: String { "content-v1-\(seconds)s-2x\(width)x\(height)p\(fps)-\(preset)-opus-mono" }
+    public var cacheKey: String {
+        "content-v1-\(seconds)s-2x\(width)x\(height)p\(fps)-\(preset)\(videoKbps.map { "-\($0)kbps" } ?? "")-opus-mono"
+    }
+
+    /// Payload bytes of all samples.
+    public var payloadBytes: Int { recording.samples.reduce(0) { $0 + $1.data.count } }
 
     /// The samples whose decode time lies in the first `prefix` seconds.
-    func samples(prefix: Int) -> ArraySlice<MuxerSample> {
+    public func samples(prefix: Int) -> ArraySlice<MuxerSample> {
         let limit = clockBase + Int64(prefix) * 1_000_000_000
         let end = recording.samples.firstIndex { $0.dts >= limit } ?? recording.samples.endIndex
         return recording.samples[..<end]
     }
 
     /// Loads the content from the cache, or encodes it (and stores it there).
-    static func load(seconds: Int, width: Int, height: Int, fps: Int, preset: String, cacheDirectory: String?) throws -> BenchContent {
-        var content = BenchContent(seconds: seconds, width: width, height: height, fps: fps, preset: preset, clockBase: clockBase,
+    public static func load(seconds: Int, width: Int, height: Int, fps: Int, preset: String, videoKbps: Int? = nil,
+                            cacheDirectory: String?) throws -> BenchContent {
+        var content = BenchContent(seconds: seconds, width: width, height: height, fps: fps, preset: preset, videoKbps: videoKbps,
+                                   clockBase: clockBase,
                                    recording: Recording(tracks: [], samples: []))
         let cachePath = cacheDirectory.map { $0 + "/" + content.cacheKey + ".bin" }
         if let cachePath, let recording = ContentCache.read(path: cachePath) {
@@ -51,7 +61,8 @@ struct BenchContent {
             seconds: Double(seconds),
             videos: [.init(label: "front", width: width, height: height, fps: fps),
                      .init(label: "back", width: width, height: height, fps: fps)],
-            audio: .init(label: "mic"), clockBase: clockBase, preset: preset)
+            audio: .init(label: "mic"), clockBase: clockBase, preset: preset,
+            rateControl: videoKbps.map { .bitrate(kbps: $0) } ?? .crf(23))
         content.recording = Recording(tracks: generated.tracks, samples: generated.samples)
         progress("content: encoded \(content.recording.samples.count) samples in \(format(elapsed(from: t0, to: monotonicNanos()), 1)) s")
         if let cacheDirectory, let cachePath {
@@ -69,8 +80,8 @@ struct BenchContent {
 
 /// A little-endian, length-prefixed dump of a `SyntheticRecording`. Private to this benchmark;
 /// a version bump in the magic invalidates old files.
-enum ContentCache {
-    static let magic = Array("MUXBENCH-CONTENT-1\n".utf8)
+public enum ContentCache {
+    public static let magic = Array("MUXBENCH-CONTENT-1\n".utf8)
 
     struct Writer {
         var bytes: [UInt8] = []
@@ -100,7 +111,7 @@ enum ContentCache {
         }
     }
 
-    static func opusHeadBytes(_ h: OpusHead) -> [UInt8] {
+    public static func opusHeadBytes(_ h: OpusHead) -> [UInt8] {
         var w = Writer()
         w.bytes += Array("OpusHead".utf8)
         w.int(UInt8(1))
@@ -113,7 +124,7 @@ enum ContentCache {
         return w.bytes
     }
 
-    static func write(_ recording: Recording, path: String) throws {
+    public static func write(_ recording: Recording, path: String) throws {
         var w = Writer()
         w.bytes = magic
         w.int(UInt32(recording.tracks.count))
@@ -151,7 +162,7 @@ enum ContentCache {
         try RandomAccessFile.rename(temp, to: path)
     }
 
-    static func read(path: String) -> Recording? {
+    public static func read(path: String) -> Recording? {
         guard let file = try? RandomAccessFile(path: path, mode: .readOnly), let size = try? file.size(),
               let bytes = try? file.read(count: Int(size), at: 0) else { return nil }
         do {
