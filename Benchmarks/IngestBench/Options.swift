@@ -13,10 +13,12 @@ struct Options {
     }
 
     var serverBinary = ""
-    var sessions: [Int] = [1, 8, 32, 64, 96, 128, 160, 192]
+    var sessions: [Int] = [1, 8, 32, 64, 96, 128, 160, 192, 224, 256]
     var pace = Pace.realtime
     var seconds = 30
     var compareFFmpeg = true
+    /// The N values at which ffmpeg runs too (each ffmpeg process holds ~60 MiB).
+    var ffmpegSessions: Set<Int> = [1, 8, 32, 64, 128]
     /// Soak instead of a sweep: this many minutes at `soakSessions`.
     var soakMinutes: Int?
     var soakSessions = 32
@@ -39,10 +41,11 @@ struct Options {
     as the side-by-side peer. Tables go to stdout, progress to stderr.
 
       --server-binary PATH   record-server to run (scripts/bench-ingest.sh passes the release build)
-      --sessions LIST        comma-separated N values for the sweep (default 1,8,32,64,96,128,160,192)
+      --sessions LIST        comma-separated N values for the sweep (default 1,8,32,64,96,128,160,192,224,256)
       --pace realtime|max    realtime: samples at their media time (default); max: as fast as accepted
       --seconds S            length of each step (default 30)
       --no-ffmpeg            skip the ffmpeg side-by-side runs
+      --ffmpeg-sessions LIST N values at which ffmpeg runs too (default 1,8,32,64,128; ~60 MiB per process)
       --keep-going           run every N even after one fails to keep up
       --soak-minutes M       instead of the sweep: M minutes at --soak-sessions (default 32), RSS every 10 s
       --content-seconds S    length of the encoded content, looped (default 30)
@@ -77,6 +80,7 @@ struct Options {
                 o.pace = p
             case "--seconds": o.seconds = try positive(try value())
             case "--no-ffmpeg": o.compareFFmpeg = false
+            case "--ffmpeg-sessions": o.ffmpegSessions = Set(try value().split(separator: ",").map { try positive(String($0)) })
             case "--keep-going": o.stopWhenBehind = false
             case "--soak-minutes": o.soakMinutes = try positive(try value())
             case "--soak-sessions": o.soakSessions = try positive(try value())

@@ -205,7 +205,7 @@ func runFFmpeg(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Opt
         let done = loop.makePromise(of: StreamResult.self)
         done.futureResult.whenComplete { _ in completions.add() }
         futures.append(done.futureResult)
-        try connectWithRetry(port: ports[i], group: loop, timeoutSeconds: 20) { channel in
+        try connectWithRetry(port: ports[i], group: loop, timeoutSeconds: 120) { channel in
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
             try sync.addHandler(StreamSenderHandler(stream: stream.bytes, durationNanos: duration, pace: pace, done: done))

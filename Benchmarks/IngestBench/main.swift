@@ -114,7 +114,7 @@ func run() throws {
         oursTable.add(oursRow(ours, pace: options.pace))
         progress("  " + oursRow(ours, pace: options.pace).joined(separator: " | "))
         for f in ours.failures.prefix(3) + ours.verifyProblems.prefix(3) { progress("  problem: \(f)") }
-        if options.compareFFmpeg {
+        if options.compareFFmpeg, options.ffmpegSessions.contains(n) {
             if env.ffmpegStreams[options.seconds] == nil {
                 progress("preparing the \(options.seconds) s Matroska stream for ffmpeg")
                 env.ffmpegStreams[options.seconds] = try prepareFFmpegStream(content, seconds: options.seconds, directory: workDirectory)

@@ -121,9 +121,23 @@ struct PipelineAndEncodingTests {
             out += try encoder.encode(.audio(tone.samples(from: index, count: 720), frames: 720, pts: pts))
             index += 720
         }
-        out += try encoder.flush()  // 3600 = 3 × 960 + 720: the last one padded
-        #expect(out.map(\.pts) == [1_000_000_000, 1_020_000_000, 1_040_000_000, 1_060_000_000])
+        // 3600 = 3 × 960 + 720: the fourth packet is padded with 240 samples of silence, fewer
+        // than the encoder's 312-sample lookahead, so a fifth, silent packet carries the rest out.
+        out += try encoder.flush()
+        #expect(out.map(\.pts) == [1_000_000_000, 1_020_000_000, 1_040_000_000, 1_060_000_000, 1_080_000_000])
         #expect(out.allSatisfy { $0.isKeyframe && $0.duration == 20_000_000 && $0.data.readableBytes > 0 })
+    }
+
+    /// Decoded samples (packets × 960 − pre-skip) cover the input exactly when the end needs it.
+    @Test(arguments: [(input: 3360, packets: 4), (input: 3600, packets: 5), (input: 2880, packets: 4), (input: 960 - 312, packets: 1)])
+    func opusEndsWithEnoughPacketsToCoverTheLookahead(input: Int, packets: Int) throws {
+        let encoder = try OpusSampleEncoder(track: 2, channels: 1, settings: AudioEncodingSettings())
+        var out = try encoder.encode(.audio(TestToneAudio().samples(from: 0, count: input), frames: input, pts: 0))
+        out += try encoder.flush()
+        #expect(out.count == packets)
+        #expect(out.count * 960 - 312 >= input)
+        #expect((out.count - 1) * 960 - 312 < input, "no packet more than needed")
+        #expect(try encoder.flush().isEmpty, "a second flush adds nothing")
     }
 
     @Test func backoffDoublesUpToTheMaximumWithInjectedJitter() {

@@ -146,8 +146,9 @@ public final class OpusSampleEncoder: SampleEncoder {
         var out: [EncodedSample] = []
         if pendingDiscontinuity {
             pendingDiscontinuity = false
-            out += try flush()
+            out += try completePartialFrame()
         }
+        inputFrames += frames
         let frameSize = encoder.frameSize
         var consumed = 0
         while consumed < frames {
@@ -164,11 +165,30 @@ public final class OpusSampleEncoder: SampleEncoder {
         return out
     }
 
+    /// End of the track: the partial frame is completed with silence, and libopus's lookahead
+    /// (`preSkip` samples it still holds) is carried out by one more silent frame when the
+    /// padding did not already cover it — so the decoded track, after the decoder drops
+    /// `preSkip`, holds every input sample (ffmpeg ends its Opus streams the same way).
     public func flush() throws(EncoderError) -> [EncodedSample] {
+        var out = try completePartialFrame()
+        if emittedFrames > 0, emittedFrames - encoder.preSkip < inputFrames {
+            pendingPTS = lastEmittedPTS + Self.packetDuration
+            pending.append(contentsOf: repeatElement(0, count: encoder.frameSize * channels))
+            out.append(try emit())
+        }
+        return out
+    }
+
+    private func completePartialFrame() throws(EncoderError) -> [EncodedSample] {
         guard !pending.isEmpty else { return [] }
         pending.append(contentsOf: repeatElement(0, count: encoder.frameSize * channels - pending.count))
         return [try emit()]
     }
+
+    /// Input samples (per channel) and samples emitted as packets, silence included.
+    private var inputFrames = 0
+    private var emittedFrames = 0
+    private var lastEmittedPTS: Int64 = 0
 
     /// After lost input, a partial frame would splice audio from both sides of the gap:
     /// it is completed with silence and sent as it is.
@@ -183,6 +203,8 @@ public final class OpusSampleEncoder: SampleEncoder {
     private func emit() throws(EncoderError) -> EncodedSample {
         let packet = try encoder.encode(pending)
         pending.removeAll(keepingCapacity: true)
+        emittedFrames += encoder.frameSize
+        lastEmittedPTS = pendingPTS
         return EncodedSample(track: track, pts: pendingPTS, dts: pendingPTS, duration: Self.packetDuration, isKeyframe: true, bytes: packet)
     }
 }

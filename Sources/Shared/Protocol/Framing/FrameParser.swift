@@ -28,16 +28,12 @@ public struct FrameParser: Sendable {
     /// Bytes received but not yet returned as part of a frame.
     public var bufferedByteCount: Int { buffer.readableBytes }
 
-    /// Adds received bytes.
+    /// Adds received bytes. They are copied: keeping a reference to the caller's buffer
+    /// would make its next write a copy-on-write of the whole storage (NIOSSL reuses its
+    /// plaintext buffer for every read), and that costs far more than this one copy.
     public mutating func append(_ bytes: ByteBuffer) {
-        if buffer.readableBytes == 0 {
-            // Adopt the incoming buffer instead of copying it: the common case is one
-            // read containing whole frames.
-            buffer = bytes
-        } else {
-            compactIfWorthwhile()
-            buffer.writeImmutableBuffer(bytes)
-        }
+        compactIfWorthwhile()
+        buffer.writeImmutableBuffer(bytes)
     }
 
     /// Adds received bytes.
@@ -64,9 +60,13 @@ public struct FrameParser: Sendable {
             }
             pendingHeader = header
         }
-        guard let header = pendingHeader, let payload = buffer.readSlice(length: Int(header.payloadLength)) else {
-            return nil
-        }
+        guard let header = pendingHeader, buffer.readableBytes >= Int(header.payloadLength) else { return nil }
+        let length = Int(header.payloadLength)
+        // The payload gets storage of its own: a slice would share the parser's buffer, and
+        // while a consumer still held it every append would copy the whole buffer.
+        var payload = ByteBuffer()
+        payload.reserveCapacity(length)
+        payload.writeImmutableBuffer(buffer.readSlice(length: length)!)
         pendingHeader = nil
         return Frame(header: header, payload: payload)
     }
