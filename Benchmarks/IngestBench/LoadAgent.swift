@@ -47,7 +47,7 @@ final class LoadAgentHandler: ChannelDuplexHandler {
     private var sendTimes: [UInt64]
     private var acknowledgedIndex = 0
     private var pacer: RepeatedTask?
-    /// Outbound bytes written but not yet acknowledged; bounds memory in max pace.
+    /// Samples written but not yet acknowledged; bounds memory in max pace.
     private static let maxUnacknowledgedSamples = 4096
 
     init(content: LoadContent, agentID: String, sessionID: SessionID, seconds: Int, pace: Options.Pace,

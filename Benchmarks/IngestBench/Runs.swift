@@ -155,6 +155,7 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
                         serverTotal: total, idleRSSKiB: idleRSS, peakRSSKiB: peak, loadGeneratorCPU: loadCPU, timeline: timeline,
                         filesChecked: 0, verifyProblems: [])
     verify(&step, dataDirectory: server.dataDirectory)
+    if total.exitStatus != 0 { step.verifyProblems.append("record-server exited with status \(total.exitStatus) on SIGTERM (log: \(server.logPath))") }
     if !env.options.keep { removeTree(server.dataDirectory) }
     return step
 }

@@ -32,6 +32,22 @@ struct InterleaverTests {
         #expect(il.takeEvents() == [])
     }
 
+    @Test("a released sample's payload is let go at once, also while its queue is not empty")
+    func releasedPayloadsAreNotKept() {
+        var il = Interleaver(trackCount: 2, stallTimeout: 1_000_000, maxQueuedBytes: 1 << 30)
+        // Track 1 runs ahead, so its queue never empties while track 0 is released one by one.
+        for k in 0..<300 { il.push(prepared(track: 1, dts: Int64(k) * 10 + 5, sequence: UInt64(2 * k + 1), bytes: 1000)) }
+        for k in 0..<200 {
+            il.push(prepared(track: 0, dts: Int64(k) * 10, sequence: UInt64(2 * k), bytes: 1000))
+            _ = releaseAll(&il)
+            #expect(il.referencedPayloadBytes == il.queuedBytes, "after \(k + 1) rounds")
+        }
+        // Track 0 ended at 1990: track 1's samples from 1995 on (101 of them) wait for it.
+        #expect(il.queuedBytes == 101 * 1000)
+        _ = il.drain()
+        #expect(il.referencedPayloadBytes == 0)
+    }
+
     @Test("equal DTS: lower track index first; a sample at an empty track's last DTS may pass")
     func ties() {
         var il = Interleaver(trackCount: 2, stallTimeout: 1_000, maxQueuedBytes: 1 << 20)

@@ -56,7 +56,7 @@ public struct IngestServer: Sendable {
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
                 for try await connection in connections {
-                    group.addTask {
+                    group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
                         await AgentConnection(channel: connection, registry: registry, authenticator: authenticator, metrics: metrics,
                                               limits: limits, serverID: serverID, idleTimeout: idleTimeout, logger: logger).run()
                     }

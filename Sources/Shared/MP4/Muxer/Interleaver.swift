@@ -10,7 +10,9 @@ struct Interleaver {
     }
 
     private struct TrackQueue {
-        var samples: [PreparedSample] = []
+        /// Slots before `head` are nil: a popped sample's payload is released at once, not
+        /// when the array is next compacted (that kept ~256 frames per track alive).
+        var samples: [PreparedSample?] = []
         var head = 0
         var queuedBytes = 0
         var lastDTSReceived: Int64?
@@ -21,10 +23,14 @@ struct Interleaver {
         var first: PreparedSample? { isEmpty ? nil : samples[head] }
 
         mutating func pop() -> PreparedSample {
-            let s = samples[head]
+            let s = samples[head]!
+            samples[head] = nil
             head += 1
             queuedBytes -= s.payload.count
-            if head > 256, head * 2 > samples.count { // compact now and then, keeps pops O(1) amortised
+            if head == samples.count {
+                samples.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 256, head * 2 > samples.count { // compact now and then, keeps pops O(1) amortised
                 samples.removeFirst(head)
                 head = 0
             }
@@ -47,6 +53,9 @@ struct Interleaver {
 
     var queuedSampleCount: Int { queues.reduce(0) { $0 + $1.samples.count - $1.head } }
     var queuedBytes: Int { queues.reduce(0) { $0 + $1.queuedBytes } }
+    /// Payload bytes the queues still reference, released samples included if they were kept
+    /// (for tests: it must equal `queuedBytes`).
+    var referencedPayloadBytes: Int { queues.reduce(0) { $0 + $1.samples.reduce(0) { $0 + ($1?.payload.count ?? 0) } } }
 
     mutating func push(_ sample: PreparedSample) {
         let t = sample.trackIndex
@@ -73,7 +82,7 @@ struct Interleaver {
     /// The next sample in decode order, if it may be released now.
     mutating func next() -> PreparedSample? {
         guard let candidate = headWithSmallestDTS() else { return nil }
-        let dts = queues[candidate].samples[queues[candidate].head].dts
+        let dts = queues[candidate].samples[queues[candidate].head]!.dts
         let forced = queues[candidate].queuedBytes > maxQueuedBytes
         // Over the memory bound the head goes regardless, one sample at a time; that alone is
         // not a stall (the silent track may still be within its timeout).

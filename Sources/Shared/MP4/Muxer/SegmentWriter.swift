@@ -10,7 +10,10 @@ final class SegmentWriter {
     private let configuration: MuxerConfiguration
     private let sessionOrigin: Int64?
 
-    private(set) var tables: [TrackTable]
+    /// Samples in durable fragments, per track. No per-sample table is kept while recording:
+    /// finalize reads the tables back from the fragments on disk (as recovery does), so the
+    /// writer's memory stays flat however long the recording runs.
+    private var durableSamples: [Int]
     private var pending: [[PreparedSample]]
     private var pendingSampleCount = 0
     private(set) var pendingBytes = 0
@@ -32,7 +35,7 @@ final class SegmentWriter {
         self.tracks = tracks
         self.configuration = configuration
         self.sessionOrigin = sessionOrigin
-        tables = Array(repeating: TrackTable(), count: tracks.count)
+        durableSamples = Array(repeating: 0, count: tracks.count)
         pending = Array(repeating: [], count: tracks.count)
         lastDelta = Array(repeating: nil, count: tracks.count)
         file = try RandomAccessFile(path: path, mode: .createNew(mode: configuration.fileMode))
@@ -77,7 +80,7 @@ final class SegmentWriter {
             throw MuxerError(.codecConfigurationChanged, "\(path) was recorded with other tracks or codec settings than the resumed session")
         }
         let rebuilt = try FragmentTables(fragments: scan.fragments, tracks: tracks)
-        writer.tables = rebuilt.tables
+        writer.durableSamples = rebuilt.tables.map(\.sampleCount)
         writer.info = info
         writer.nextFragmentSequence = rebuilt.lastFragmentSequence + 1
         writer.fileSize = scan.endOfStructure
@@ -104,7 +107,7 @@ final class SegmentWriter {
         self.tracks = tracks
         self.configuration = configuration
         sessionOrigin = nil
-        tables = Array(repeating: TrackTable(), count: tracks.count)
+        durableSamples = Array(repeating: 0, count: tracks.count)
         pending = Array(repeating: [], count: tracks.count)
         lastDelta = Array(repeating: nil, count: tracks.count)
         fileSize = Self.placeholderOffset + 16
@@ -113,7 +116,7 @@ final class SegmentWriter {
     var decodeOrigin: Int64? { info?.decodeOriginNanos }
     var hasFragments: Bool { info != nil }
     var fragmentCount: Int { Int(nextFragmentSequence) - 1 }
-    var sampleCount: Int { tables.reduce(0) { $0 + $1.sampleCount } + pendingSampleCount }
+    var sampleCount: Int { durableSamples.reduce(0, +) + pendingSampleCount }
     var spanNanos: Int64 { (lastDTS ?? 0) - (firstDTS ?? 0) }
 
     /// Whether `sample` should open a new fragment: at a keyframe of the primary track once the
@@ -174,11 +177,7 @@ final class SegmentWriter {
         if configuration.durability == .fsyncEveryFragment { try file.sync() }
         let syncEnd = clock.now
         // Only now, with the bytes durable, does the fragment count as part of the file.
-        for run in output.runs {
-            tables[run.trackIndex].appendChunk(offset: fileSize + UInt64(run.dataOffset), decodeTimes: run.decodeTimes,
-                                               compositionOffsets: run.compositionOffsets, sizes: run.sizes, sync: run.sync,
-                                               lastDuration: run.durations[run.durations.count - 1])
-        }
+        for run in output.runs { durableSamples[run.trackIndex] += run.sizes.count }
         lastDelta = lastDeltas
         fileSize += UInt64(output.bytes.count)
         let fragment = nextFragmentSequence
@@ -214,6 +213,7 @@ final class SegmentWriter {
             RandomAccessFile.remove(path) // nothing was ever recorded into it
             return nil
         }
+        let tables = try tablesFromFragments()
         info.segmentOriginNanos = MovieBuilder.presentationOrigin(tracks: tracks, tables: tables, decodeOrigin: info.decodeOriginNanos)
             ?? info.segmentOriginNanos
         self.info = info
@@ -224,7 +224,20 @@ final class SegmentWriter {
             try Faststart.rewrite(path: path, tracks: tracks, tables: tables, info: info, creationTime: configuration.creationTime,
                                   fileMode: configuration.fileMode)
         }
-        return summary(info: info)
+        return summary(info: info, tables: tables)
+    }
+
+    /// The complete sample tables, read back from this file's fragments (tfdt + trun) — the
+    /// same tables recovery builds, so a clean finish and a recovery end in the same file.
+    private func tablesFromFragments() throws(MuxerError) -> [TrackTable] {
+        let scan = try MP4FileScanner.scan(file: file, progress: nil)
+        let tables = try FragmentTables(fragments: scan.fragments, tracks: tracks).tables
+        guard scan.fragments.count == fragmentCount, scan.endOfStructure == fileSize,
+              tables.map(\.sampleCount) == durableSamples else {
+            throw MuxerError(.io, "\(path): reading the fragments back found \(scan.fragments.count) of \(fragmentCount) fragments and " +
+                             "\(tables.map(\.sampleCount)) of \(durableSamples) samples" + (scan.tornReason.map { " (\($0))" } ?? ""))
+        }
+        return tables
     }
 
     /// Shared with recovery: append the full moov at `fragmentsEnd`, then flip the placeholder.
@@ -243,7 +256,7 @@ final class SegmentWriter {
         if durable { try file.sync() }
     }
 
-    private func summary(info: RecordingInfoBox) -> SegmentSummary {
+    private func summary(info: RecordingInfoBox, tables: [TrackTable]) -> SegmentSummary {
         let finalSize = (try? RandomAccessFile(path: path, mode: .readOnly).size()) ?? fileSize
         var trackSummaries: [TrackSummary] = []
         var duration: Int64 = 0
