@@ -3,7 +3,7 @@
 # dir, so the debug build is left alone) and runs ingest-bench against the release server.
 # Every argument is passed through (see `--help`). Tables go to stdout (`--markdown` for
 # docs/benchmarks.md), progress to stderr.
-#   scripts/bench-ingest.sh                                  # realtime sweep N=1..192 with ffmpeg side by side
+#   scripts/bench-ingest.sh                                  # realtime sweep N=1..448 with ffmpeg side by side
 #   scripts/bench-ingest.sh --pace max --sessions 1,4,16     # throughput ceiling
 #   scripts/bench-ingest.sh --soak-minutes 10 --no-ffmpeg    # memory over a 10-minute soak
 set -euo pipefail

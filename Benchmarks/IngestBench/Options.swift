@@ -13,7 +13,7 @@ struct Options {
     }
 
     var serverBinary = ""
-    var sessions: [Int] = [1, 8, 32, 64, 96, 128, 160, 192, 224, 256]
+    var sessions: [Int] = [1, 8, 32, 64, 128, 192, 256, 320, 384, 448]
     var pace = Pace.realtime
     var seconds = 30
     var compareFFmpeg = true
@@ -23,6 +23,10 @@ struct Options {
     var soakMinutes: Int?
     var soakSessions = 32
     var contentSeconds = 30
+    /// record-server's fsync policy ("fragment" is its default; "none" to measure what fsync costs).
+    var fsync = "fragment"
+    /// Max pace: media length of the stream each ffmpeg reads as fast as it can.
+    var maxStreamSeconds = 600
     var width = 1280
     var height = 720
     var fps = 30
@@ -41,14 +45,16 @@ struct Options {
     as the side-by-side peer. Tables go to stdout, progress to stderr.
 
       --server-binary PATH   record-server to run (scripts/bench-ingest.sh passes the release build)
-      --sessions LIST        comma-separated N values for the sweep (default 1,8,32,64,96,128,160,192,224,256)
+      --sessions LIST        comma-separated N values for the sweep (default 1,8,32,64,128,192,256,320,384,448)
       --pace realtime|max    realtime: samples at their media time (default); max: as fast as accepted
-      --seconds S            length of each step (default 30)
+      --seconds S            length of each step: media seconds (realtime) or wall seconds (max) (default 30)
+      --max-stream-seconds S max pace: media length of the stream each ffmpeg reads (default 600)
       --no-ffmpeg            skip the ffmpeg side-by-side runs
       --ffmpeg-sessions LIST N values at which ffmpeg runs too (default 1,8,32,64,128; ~60 MiB per process)
       --keep-going           run every N even after one fails to keep up
       --soak-minutes M       instead of the sweep: M minutes at --soak-sessions (default 32), RSS every 10 s
       --content-seconds S    length of the encoded content, looped (default 30)
+      --fsync fragment|none  record-server's fsync policy (default fragment, its production default)
       --video-kbps K         x264 bitrate per camera (default 4000)
       --size WxH / --fps F   camera format (default 1280x720, 30)
       --client-threads T     event-loop threads of the load generator (default 1)
@@ -85,6 +91,10 @@ struct Options {
             case "--soak-minutes": o.soakMinutes = try positive(try value())
             case "--soak-sessions": o.soakSessions = try positive(try value())
             case "--content-seconds": o.contentSeconds = try positive(try value())
+            case "--fsync":
+                o.fsync = try value()
+                guard ["fragment", "none"].contains(o.fsync) else { throw BenchError("--fsync must be fragment or none") }
+            case "--max-stream-seconds": o.maxStreamSeconds = try positive(try value())
             case "--video-kbps": o.videoKbps = try positive(try value())
             case "--size":
                 let parts = try value().split(separator: "x")

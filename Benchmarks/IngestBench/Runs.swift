@@ -86,7 +86,16 @@ final class Completions: Sendable {
 func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Options.Pace, label: String,
              sampleEvery: Double = 0.25) throws -> OursStep {
     let directory = env.workDirectory + "/\(label)"
-    let server = try ServerUnderTest(binary: env.options.serverBinary, pki: env.pki, directory: directory, maxSessions: n + 8)
+    // The recordings of one step stay on disk until it is verified: refuse a step that would
+    // fill the disk (max pace is bounded by what the server can take, ~4 Gbit/s here).
+    let perSecond = pace == .realtime ? Double(env.content.payloadBytesPerLoop) / (Double(env.content.loopNanos) / 1e9) * Double(n) : 500e6
+    let needed = UInt64(perSecond * Double(seconds) * 1.05) + (1 << 30)
+    if let free = freeBytes(at: env.workDirectory), free < needed {
+        throw BenchError("\(label) would write about \(needed >> 30) GiB but only \(free >> 30) GiB are free under \(env.workDirectory); " +
+                         "use fewer sessions or seconds, or --work-dir on a larger file system")
+    }
+    let server = try ServerUnderTest(binary: env.options.serverBinary, pki: env.pki, directory: directory, maxSessions: n + 8,
+                                   fsync: env.options.fsync)
     usleep(200_000)
     let idleRSS = server.rssKiB
     let cpu0 = server.cpuSeconds
@@ -188,9 +197,9 @@ func runFFmpeg(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Opt
     try makeDirectory(directory)
     var children: [Child] = []
     var ports: [Int] = []
-    defer { for c in children { kill(c.pid, SIGKILL) } }
+    defer { for c in children { kill(c.pid, SIGKILL); _ = try? waitChild(c) } }
     for i in 0..<n {
-        let port = try freeLoopbackPort()
+        let port = try freeLoopbackPort(from: (ports.last ?? 20_000) + 1)
         ports.append(port)
         children.append(try spawnChild(FFmpegPeer.arguments(port: port, pki: env.pki, output: directory + "/out-\(i).mp4"),
                                        quiet: true, stderrPath: directory + "/ffmpeg-\(i).log"))
@@ -206,7 +215,8 @@ func runFFmpeg(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Opt
         let done = loop.makePromise(of: StreamResult.self)
         done.futureResult.whenComplete { _ in completions.add() }
         futures.append(done.futureResult)
-        try connectWithRetry(port: ports[i], group: loop, timeoutSeconds: 120) { channel in
+        try connectWithRetry(port: ports[i], group: loop, timeoutSeconds: 120, listener: children[i],
+                             log: directory + "/ffmpeg-\(i).log") { channel in
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
             try sync.addHandler(StreamSenderHandler(stream: stream.bytes, durationNanos: duration, pace: pace, done: done))
@@ -241,7 +251,7 @@ func runFFmpeg(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Opt
 
 /// Connects to a listener that may not be up yet (ffmpeg accepts exactly one connection, so
 /// it cannot be probed first): retries refused connections every 50 ms.
-func connectWithRetry(port: Int, group: any EventLoop, timeoutSeconds: Double,
+func connectWithRetry(port: Int, group: any EventLoop, timeoutSeconds: Double, listener: Child, log: String,
                       _ initialize: @escaping @Sendable (any Channel) throws -> Void) throws {
     let deadline = monotonicNanos() + UInt64(timeoutSeconds * 1e9)
     while true {
@@ -251,10 +261,20 @@ func connectWithRetry(port: Int, group: any EventLoop, timeoutSeconds: Double,
                 .connect(host: "127.0.0.1", port: port).wait()
             return
         } catch {
+            // A listener that exited will never accept: say why instead of waiting out the deadline.
+            if kill(listener.pid, 0) != 0 || isZombie(listener.pid) {
+                throw BenchError("ffmpeg for port \(port) exited before accepting: \((readTextFile(log) ?? "").prefix(300))")
+            }
             guard monotonicNanos() < deadline else { throw BenchError("cannot connect to ffmpeg on port \(port): \(error)") }
             usleep(50_000)
         }
     }
+}
+
+/// Whether `pid` (a child not yet reaped) has exited.
+func isZombie(_ pid: pid_t) -> Bool {
+    guard let stat = readTextFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return true }
+    return stat[stat.index(after: close)...].split(separator: " ").first == "Z"
 }
 
 func agentName(_ i: Int) -> String { "bench-agent-\(i)" }

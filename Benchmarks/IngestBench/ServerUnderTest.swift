@@ -22,12 +22,13 @@ final class ServerUnderTest {
     let dataDirectory: String
     let logPath: String
 
-    init(binary: String, pki: BenchPKI, directory: String, maxSessions: Int) throws {
+    init(binary: String, pki: BenchPKI, directory: String, maxSessions: Int, fsync: String) throws {
         try makeDirectory(directory)
         dataDirectory = directory + "/data"
         logPath = directory + "/server.log"
-        port = try freeLoopbackPort()
-        // Every setting at its production default except the addresses, paths and session cap.
+        port = try freeLoopbackPort(from: 19_000)
+        // Every setting at its production default except the addresses, paths, session cap and
+        // (when asked) the fsync policy.
         let config = """
         {
           "ingest": { "host": "127.0.0.1", "port": \(port) },
@@ -36,6 +37,7 @@ final class ServerUnderTest {
           "tls": { "caCertificate": "\(pki.caPath)", "certificate": "\(pki.serverCertPath)",
                    "privateKey": "\(pki.serverKeyPath)", "requireClientCertificate": true },
           "maxSessions": \(maxSessions),
+          "fsync": "\(fsync)",
           "logLevel": "warning"
         }
         """
@@ -55,19 +57,34 @@ final class ServerUnderTest {
     }
 }
 
-/// A loopback port that was free a moment ago.
-func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw BenchError("socket: \(String(cString: strerror(errno)))") }
-    defer { close(fd) }
+/// 127.0.0.1:`port` as a socket address.
+func loopbackAddress(port: Int) -> sockaddr_in {
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)
     addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-    guard bound == 0 else { throw BenchError("bind: \(String(cString: strerror(errno)))") }
-    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-    return Int(UInt16(bigEndian: addr.sin_port))
+    addr.sin_port = UInt16(port).bigEndian
+    return addr
+}
+
+/// Calls `operation` (bind, connect) on a new TCP socket with 127.0.0.1:`port`, closes the
+/// socket, and returns the call's result (0 on success).
+func withLoopbackSocket(port: Int, _ operation: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return -1 }
+    defer { close(fd) }
+    var addr = loopbackAddress(port: port)
+    return withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { operation(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+}
+
+/// The lowest port from `start` that can be bound on 127.0.0.1 right now. Ports below the
+/// kernel's ephemeral range (32768…) cannot be taken meanwhile by an outgoing connection.
+func freeLoopbackPort(from start: Int) throws -> Int {
+    for port in start..<32768 where withLoopbackSocket(port: port, { bind($0, $1, $2) }) == 0 {
+        return port
+    }
+    throw BenchError("no free port between \(start) and 32767")
 }
 
 /// Polls until something accepts TCP connections on 127.0.0.1:`port` (the probe connection
@@ -75,15 +92,7 @@ func freeLoopbackPort() throws -> Int {
 func waitForListener(port: Int, timeoutSeconds: Double, pid: pid_t, what: String) throws {
     let deadline = monotonicNanos() + UInt64(timeoutSeconds * 1e9)
     while monotonicNanos() < deadline {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = UInt16(port).bigEndian
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        close(fd)
+        let rc = withLoopbackSocket(port: port) { connect($0, $1, $2) }
         if rc == 0 { return }
         var status: Int32 = 0
         if waitpid(pid, &status, WNOHANG) == pid { throw BenchError("\(what) exited during startup") }
@@ -99,4 +108,11 @@ func writeTextFile(_ path: String, _ text: String) throws {
     var copy = text
     let ok = copy.withUTF8 { write(fd, $0.baseAddress, $0.count) == $0.count }
     guard ok else { throw BenchError("short write to \(path)") }
+}
+
+/// Bytes free for an unprivileged writer on the file system holding `path` (statvfs).
+func freeBytes(at path: String) -> UInt64? {
+    var st = statvfs()
+    guard statvfs(path, &st) == 0 else { return nil }
+    return UInt64(st.f_bavail) * UInt64(st.f_frsize)
 }
