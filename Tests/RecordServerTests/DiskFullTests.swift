@@ -45,6 +45,12 @@ struct DiskFullTests {
         #expect(try Oracle.decodeErrors(recording.path) == nil)
         let packets = try Oracle.streams(recording.path).reduce(0) { $0 + $1.packets }
         #expect(packets >= Int(agent.highestAck), "everything acknowledged (\(agent.highestAck)) is in the file")
+        // Every picture that made it is there exactly once, in order, from the first.
+        let cameras = try Oracle.videoFrameNumbers(recording.path)
+        #expect(cameras.count == 2)
+        for numbers in cameras {
+            #expect(!numbers.isEmpty && numbers == (0..<numbers.count).map { Optional($0) }, "frame counters \(numbers.prefix(5))…")
+        }
 
         // Space is back: a new session on the same server works.
         try mount.grow(kilobytes: 40_000)

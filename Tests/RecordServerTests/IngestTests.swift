@@ -21,6 +21,11 @@ struct IngestTests {
             return Oracle.Stream(codec: codec, handler: t.label, packets: (expectedCounts ?? content.counts)[t.id] ?? 0)
         }
         #expect(streams == expected)
+        // Every picture exactly once, in order: the frame counters read back from the pictures.
+        for (numbers, track) in zip(try Oracle.videoFrameNumbers(path), content.open.tracks.filter { $0.kind == .video }) {
+            let count = (expectedCounts ?? content.counts)[track.id] ?? 0
+            #expect(numbers == (0..<count).map { Optional($0) }, "\(track.label): counters \(numbers.prefix(5))…")
+        }
     }
 
     static func queueBytes(_ metrics: ServerMetrics) -> Double {

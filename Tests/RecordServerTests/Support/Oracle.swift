@@ -1,4 +1,5 @@
 import Foundation
+import MediaEncoding
 
 /// Independent checks of a recorded file with ffprobe and ffmpeg (tools we did not write).
 enum Oracle {
@@ -52,6 +53,30 @@ enum Oracle {
                    handler: (s["tags"] as? [String: Any])?["handler_name"] as? String ?? "",
                    packets: Int(s["nb_read_packets"] as? String ?? "") ?? -1)
         }
+    }
+
+    /// Per video stream: the frame counter of every decoded picture, read from the test
+    /// pattern's bar code (nil where it cannot be read). ffmpeg decodes to 8-bit grey.
+    static func videoFrameNumbers(_ path: String) throws -> [[Int?]] {
+        let r = try run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "stream=index,width,height",
+                         "-of", "csv=p=0", path])
+        var result: [[Int?]] = []
+        for line in r.stdout.split(separator: "\n") {
+            let f = line.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard f.count == 3 else { continue }
+            let (index, width, height) = (f[0], f[1], f[2])
+            let raw = FileManager.default.temporaryDirectory.appendingPathComponent("frames-\(UUID().uuidString).gray")
+            defer { try? FileManager.default.removeItem(at: raw) }
+            let decode = try run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:\(index)", "-fps_mode", "passthrough",
+                                  "-f", "rawvideo", "-pix_fmt", "gray", raw.path])
+            guard decode.status == 0 else { throw TestAgentError("ffmpeg cannot decode \(path): \(decode.stderr)") }
+            let bytes = [UInt8](try Data(contentsOf: raw))
+            let size = width * height
+            result.append((0..<(bytes.count / size)).map { i in
+                TestPatternReader.frameNumber(y: Array(bytes[(i * size)..<((i + 1) * size)]), width: width, height: height)
+            })
+        }
+        return result
     }
 
     /// Packet pts of one stream, in its time base, in file order.
