@@ -174,7 +174,7 @@ struct IngestTests {
         await fixture.stop()
     }
 
-    @Test("a malformed frame closes only its own connection; a concurrent session completes intact")
+    @Test("garbage, oversized and out-of-order frames end only their own connection or session; a concurrent session completes intact")
     func malformedFrameIsolation() async throws {
         let fixture = try ServerFixture()
         let port = try await fixture.start()
@@ -193,6 +193,27 @@ struct IngestTests {
         #expect(report.code == .badMagic)
         #expect(report.scope == .connection)
         #expect(try await rogue.next() == nil, "the rogue connection must be closed")
+
+        // Oversized: a Sample header announcing 4 GiB − 1 bytes is refused before anything is buffered.
+        let huge = try await fixture.connectAgent("agent-3", port: port)
+        try await huge.sendRaw(Array("MCRP".utf8) + [1, MessageType.sample.rawValue, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF])
+        guard case .error(let tooLarge)? = try await huge.next() else {
+            Issue.record("expected frameTooLarge")
+            return
+        }
+        #expect(tooLarge.code == .frameTooLarge && tooLarge.scope == .connection)
+        #expect(try await huge.next() == nil, "the oversized connection must be closed")
+
+        // Out of order: sample 3 after sample 1 ends that rogue's own session, nothing else.
+        let rogueContent = try SessionContent.make(sessionID: "s-rogue", seconds: 1)
+        let disorder = try await fixture.connectAgent("agent-4", port: port)
+        _ = try await disorder.open(rogueContent.open)
+        try await disorder.send(.sample(rogueContent.samples[0]))
+        try await disorder.send(.sample(rogueContent.samples[2]))
+        let gap = try await disorder.wait(for: "the sequence error") { if case .error = $0 { true } else { false } }
+        guard case .error(let gapReport) = gap else { return }
+        #expect(gapReport.code == .sequenceGap && gapReport.scope == .session)
+        await disorder.disconnect()
 
         try await stream(content.samples.suffix(from: content.samples.count / 2), to: good)
         let closed = try await good.close("s-good", finalSequence: UInt64(content.samples.count))
