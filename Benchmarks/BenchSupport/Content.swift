@@ -111,19 +111,6 @@ public enum ContentCache {
         }
     }
 
-    public static func opusHeadBytes(_ h: OpusHead) -> [UInt8] {
-        var w = Writer()
-        w.bytes += Array("OpusHead".utf8)
-        w.int(UInt8(1))
-        w.int(h.channelCount)
-        w.int(h.preSkip)
-        w.int(h.inputSampleRate)
-        w.int(h.outputGain)
-        w.int(h.channelMappingFamily)
-        w.bytes += h.channelMappingTable
-        return w.bytes
-    }
-
     public static func write(_ recording: Recording, path: String) throws {
         var w = Writer()
         w.bytes = magic
@@ -139,7 +126,7 @@ public enum ContentCache {
                 w.blob(pps)
             case let .opus(head):
                 w.int(UInt8(1))
-                w.blob(opusHeadBytes(head))
+                w.blob(head.bytes)
             }
         }
         let payload = recording.samples.reduce(0) { $0 + $1.data.count }

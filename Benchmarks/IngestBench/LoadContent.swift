@@ -26,7 +26,7 @@ struct LoadContent: Sendable {
                     sequenceParameterSets: [sps], pictureParameterSets: [pps]))))
             case .opus(let head):
                 descriptors.append(TrackDescriptor(id: UInt8(i), label: track.label, format: .opus(OpusFormat(
-                    sampleRate: head.inputSampleRate, channels: head.channelCount, opusHead: ContentCache.opusHeadBytes(head)))))
+                    sampleRate: head.inputSampleRate, channels: head.channelCount, opusHead: head.bytes))))
             }
         }
         tracks = descriptors
@@ -36,7 +36,7 @@ struct LoadContent: Sendable {
         // continue every track monotonically.
         let end = firstDTS + loopNanos
         samples = try content.recording.samples.filter { $0.dts < end }.map { s in
-            let data = H264NALUnits.isAnnexB(s.data) ? try Self.lengthPrefixed(s.data) : s.data
+            let data = H264NALUnits.isAnnexB(s.data) ? try H264NALUnits.lengthPrefixed(s.data) : s.data
             return Sample(track: UInt8(s.trackID - 1), flags: s.isKeyframe ? [.keyframe] : [], sequence: 1,
                           pts: s.pts, dts: s.dts, duration: s.duration, data: ByteBuffer(bytes: data))
         }
@@ -73,16 +73,5 @@ struct LoadContent: Sendable {
         let loops = count / samples.count
         let partial = samples[..<(count % samples.count)].reduce(0) { $0 + $1.data.readableBytes }
         return loops * payloadBytesPerLoop + partial
-    }
-
-    static func lengthPrefixed(_ annexB: [UInt8]) throws -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(annexB.count + 16)
-        for range in try H264NALUnits.nalUnitRanges(in: annexB) {
-            let n = UInt32(range.count)
-            out += [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)]
-            out += annexB[range]
-        }
-        return out
     }
 }

@@ -218,6 +218,9 @@ struct H264NALUnitsTests {
         ]
         #expect(!H264NALUnits.isAnnexB(data))
         #expect(try H264NALUnits.nalUnitRanges(in: data) == [4..<6, 10..<13])
+        // The same access unit in Annex B (3- and 4-byte start codes) converts to exactly these bytes.
+        #expect(try H264NALUnits.lengthPrefixed([0, 0, 0, 1, 0x09, 0xF0, 0, 0, 1, 0x65, 0x88, 0x84]) == data)
+        #expect(try H264NALUnits.lengthPrefixed(data) == data)
     }
 
     @Test("malformed length prefixes are errors")
@@ -281,6 +284,9 @@ struct OpusHeadTests {
         #expect(head.preSkip == 360)
         #expect(head.inputSampleRate == 44100)
         #expect(head.outputGain == -256)
+        // Encoding writes version 1 and otherwise the same bytes, and reads back equal.
+        #expect(head.bytes == Array(bytes[0..<8]) + [0x01] + Array(bytes[9...]))
+        #expect(try OpusHead(bytes: head.bytes) == head)
     }
 
     @Test("mapping family 1 with six channels reads stream/coupled counts and the mapping")

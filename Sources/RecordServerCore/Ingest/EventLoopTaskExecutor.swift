@@ -6,7 +6,7 @@ import NIOCore
 /// calls that have no executor of their own (its `RecordingSession`): the bytes a read
 /// brings in are parsed, muxed and acknowledged on the thread that read them, instead of
 /// waking a thread of the global pool for every read and the event loop again for every
-/// acknowledgement. At 1–8 sessions those wake-ups were most of the server's CPU.
+/// acknowledgement (measured: 22 % → 20 % of a core at 64 sessions, 1.8 % → 1.2 % at one).
 final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
     private let eventLoop: any EventLoop
 

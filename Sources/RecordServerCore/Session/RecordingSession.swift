@@ -113,6 +113,7 @@ actor RecordingSession {
     /// (all of them leave the queue when the session ends, whatever its outcome).
     private func reportQueue() {
         let now = isFinished ? 0 : muxer.bufferedPayloadBytes
+        guard now != reportedQueueBytes else { return }
         metrics.queueBytesChanged(by: now - reportedQueueBytes)
         reportedQueueBytes = now
     }

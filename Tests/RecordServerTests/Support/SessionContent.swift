@@ -24,36 +24,18 @@ struct SessionContent {
                     width: UInt16(width), height: UInt16(height), sequenceParameterSets: [sps], pictureParameterSets: [pps]))))
             case .opus(let head):
                 descriptors.append(TrackDescriptor(id: UInt8(i), label: track.label, format: .opus(OpusFormat(
-                    sampleRate: head.inputSampleRate, channels: head.channelCount, opusHead: opusHeadBytes(head)))))
+                    sampleRate: head.inputSampleRate, channels: head.channelCount, opusHead: head.bytes))))
             }
         }
         var counts: [UInt8: Int] = [:]
-        let samples = recording.samples.map { s -> Sample in
+        let samples = try recording.samples.map { s throws -> Sample in
             let track = UInt8(s.trackID - 1)
             counts[track, default: 0] += 1
-            let data = H264NALUnits.isAnnexB(s.data) ? lengthPrefixed(s.data) : s.data
+            let data = H264NALUnits.isAnnexB(s.data) ? try H264NALUnits.lengthPrefixed(s.data) : s.data
             return Sample(track: track, flags: s.isKeyframe ? [.keyframe] : [], sequence: s.sequence, pts: s.pts, dts: s.dts,
                           duration: s.duration, data: ByteBuffer(bytes: data))
         }
         return SessionContent(open: SessionOpen(sessionID: sessionID, labels: [Label("room", "test")], tracks: descriptors),
                               samples: samples, counts: counts)
-    }
-
-    static func opusHeadBytes(_ h: OpusHead) -> [UInt8] {
-        var b = Array("OpusHead".utf8) + [1, h.channelCount, UInt8(h.preSkip & 0xFF), UInt8(h.preSkip >> 8)]
-        b += withUnsafeBytes(of: h.inputSampleRate.littleEndian, Array.init)
-        b += withUnsafeBytes(of: h.outputGain.littleEndian, Array.init)
-        b.append(h.channelMappingFamily)
-        return b + h.channelMappingTable
-    }
-
-    static func lengthPrefixed(_ annexB: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        for range in (try? H264NALUnits.nalUnitRanges(in: annexB)) ?? [] {
-            let n = UInt32(range.count)
-            out += [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)]
-            out += annexB[range]
-        }
-        return out
     }
 }

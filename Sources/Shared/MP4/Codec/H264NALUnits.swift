@@ -29,6 +29,20 @@ public enum H264NALUnits {
         }
     }
 
+    /// The access unit with every NAL unit behind a 4-byte big-endian length (the form MP4
+    /// samples and the wire protocol's H.264 samples use), from Annex B or length-prefixed input.
+    public static func lengthPrefixed(_ data: [UInt8]) throws(MP4ParseError) -> [UInt8] {
+        let ranges = try nalUnitRanges(in: data)
+        var out: [UInt8] = []
+        out.reserveCapacity(data.count + 4 * ranges.count)
+        for r in ranges {
+            let n = UInt32(r.count)
+            out += [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)]
+            out += data[r]
+        }
+        return out
+    }
+
     static func lengthPrefixedRanges(_ data: [UInt8]) throws(MP4ParseError) -> [Range<Int>] {
         var ranges: [Range<Int>] = []
         var p = 0

@@ -17,6 +17,14 @@ public struct OpusHead: Equatable, Sendable {
         self.channelMappingTable = channelMappingTable
     }
 
+    /// The packet as RFC 7845 §5.1 lays it out (version 1), the inverse of ``init(bytes:)``.
+    public var bytes: [UInt8] {
+        var b = Array("OpusHead".utf8) + [1, channelCount, UInt8(truncatingIfNeeded: preSkip), UInt8(preSkip >> 8)]
+        b += (0..<4).map { UInt8(truncatingIfNeeded: inputSampleRate >> (8 * $0)) }
+        b += [UInt8(truncatingIfNeeded: UInt16(bitPattern: outputGain)), UInt8(UInt16(bitPattern: outputGain) >> 8), channelMappingFamily]
+        return b + channelMappingTable
+    }
+
     /// Parses the 19+ byte packet starting with "OpusHead".
     public init(bytes b: [UInt8]) throws(MP4ParseError) {
         guard b.count >= 19, Array(b[0..<8]) == Array("OpusHead".utf8) else { throw .invalid("not an OpusHead packet") }
