@@ -174,12 +174,16 @@ public func spawnAndWait(_ argv: [String], quiet: Bool = false) throws -> ChildR
 }
 
 /// CPU seconds (user + system) a live process has used so far, from /proc/PID/stat.
-public func processCPUSeconds(_ pid: pid_t) -> Double? {
+public func processCPUSeconds(_ pid: pid_t) -> Double? { processCPUTime(pid)?.total }
+
+/// User and system CPU seconds a live process has used so far, from /proc/PID/stat.
+public func processCPUTime(_ pid: pid_t) -> CPUTime? {
     guard let text = readTextFile("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")") else { return nil }
     // Fields after "(comm)": state is field 3; utime and stime are fields 14 and 15.
     let fields = text[text.index(after: close)...].split(separator: " ")
     guard fields.count > 13, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
-    return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+    return CPUTime(user: utime / ticks, system: stime / ticks)
 }
 
 /// A "Key:   value kB" field of /proc/PID/status, in KiB.

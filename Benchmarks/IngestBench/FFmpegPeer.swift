@@ -1,5 +1,7 @@
 import BenchSupport
 import NIOCore
+import NIOSSL
+import NIOTLS
 
 /// The peer: one `ffmpeg` process per session, listening for TLS (`-listen 1 … tls://…`, with the
 /// same server certificate as record-server), reading Matroska and writing MP4 with `-c copy`.
@@ -37,6 +39,7 @@ final class StreamSenderHandler: ChannelInboundHandler {
     private var result = StreamResult()
     private var pacer: RepeatedTask?
     private var finished = false
+    private var started = false
     private static let chunk = 64 << 10
 
     init(stream: ByteBuffer, durationNanos: Int64, pace: Options.Pace, done: EventLoopPromise<StreamResult>) {
@@ -46,7 +49,22 @@ final class StreamSenderHandler: ChannelInboundHandler {
         self.done = done
     }
 
+    /// Realtime pace starts with the connection (its first writes wait in NIOSSL for the
+    /// handshake, a few kilobytes). Max pace starts once TLS is up: NIOSSL keeps writes made
+    /// before the handshake and encrypts them all at once afterwards, so starting earlier would
+    /// put the whole stream (1.3 GB at 1800 s) in memory per connection.
     func channelActive(context: ChannelHandlerContext) {
+        if pace == .realtime { start(context: context) }
+        context.fireChannelActive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if pace == .max, case TLSUserEvent.handshakeCompleted = event { start(context: context) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        started = true
         result.startedAt = monotonicNanos()
         if pace == .realtime {
             let handlerBox = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -57,7 +75,6 @@ final class StreamSenderHandler: ChannelInboundHandler {
         } else {
             sendDue(context: context)
         }
-        context.fireChannelActive()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -80,7 +97,7 @@ final class StreamSenderHandler: ChannelInboundHandler {
     }
 
     private func sendDue(context: ChannelHandlerContext) {
-        guard !finished, offset < stream.readableBytes else { return }
+        guard started, !finished, offset < stream.readableBytes else { return }
         let now = monotonicNanos()
         let total = stream.readableBytes
         var allowed = total
@@ -88,22 +105,21 @@ final class StreamSenderHandler: ChannelInboundHandler {
             let elapsed = Double(now &- result.startedAt)
             allowed = min(total, Int(Double(total) * elapsed / Double(durationNanos)))
         }
-        var wrote = false
         var lastWrite: EventLoopFuture<Void>?
         while offset < allowed, context.channel.isWritable {
             let n = min(Self.chunk, allowed - offset)
             let promise: EventLoopPromise<Void>? = offset + n == total ? context.eventLoop.makePromise() : nil
-            context.write(wrapOutboundOut(stream.getSlice(at: stream.readerIndex + offset, length: n)!), promise: promise)
+            // Flushed chunk by chunk: NIOSSL holds unflushed writes itself, so the channel would
+            // stay writable and the whole stream would be encrypted into memory at once.
+            context.writeAndFlush(wrapOutboundOut(stream.getSlice(at: stream.readerIndex + offset, length: n)!), promise: promise)
             lastWrite = promise?.futureResult
             offset += n
-            wrote = true
         }
         if pace == .realtime, offset < allowed {
             // Behind schedule: how late is the first byte still unsent?
             let dueAt = Double(offset) / Double(total) * Double(durationNanos)
             result.maxSendLagNanos = max(result.maxSendLagNanos, Int64(Double(now &- result.startedAt) - dueAt))
         }
-        if wrote { context.flush() }
         result.bytesSent = offset
         if offset == total, let lastWrite {
             pacer?.cancel()

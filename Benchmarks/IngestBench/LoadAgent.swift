@@ -23,9 +23,9 @@ struct AgentResult: Sendable {
     var lost: Int { samplesSent - Int(min(durableSequence ?? acknowledged, UInt64(samplesSent))) }
 }
 
-/// One simulated capture-agent: Hello, SessionOpen, then samples of ``LoadContent`` — `seconds`
-/// of media paced by media time (realtime), or as many as the server accepts during `seconds`
-/// of wall time (max) — SessionClose, and it waits for SessionClosed.
+/// One simulated capture-agent: Hello, SessionOpen, then `seconds` of media from ``LoadContent``,
+/// paced by media time (realtime) or as fast as the server accepts (max), SessionClose, and it
+/// waits for SessionClosed.
 /// It answers heartbeats and records when each sample was sent and when its Ack arrived.
 /// Everything runs on the channel's event loop; the result completes `done`.
 final class LoadAgentHandler: ChannelDuplexHandler {
@@ -37,9 +37,8 @@ final class LoadAgentHandler: ChannelDuplexHandler {
 
     private let content: LoadContent
     private let sessionID: SessionID
-    /// Samples to send: fixed in realtime pace; in max pace set when the time is up.
-    private var total: Int
-    private let seconds: Int
+    /// Samples to send.
+    private let total: Int
     private let pace: Options.Pace
     private let done: EventLoopPromise<AgentResult>
     private var parser = MessageParser()
@@ -57,16 +56,13 @@ final class LoadAgentHandler: ChannelDuplexHandler {
          done: EventLoopPromise<AgentResult>) {
         self.content = content
         self.sessionID = sessionID
-        self.total = pace == .realtime ? content.sampleCount(seconds: seconds) : Int.max
-        self.seconds = seconds
+        self.total = content.sampleCount(seconds: seconds)
         self.pace = pace
         self.done = done
         result = AgentResult(agentID: agentID)
         sendTimes = []
-        if pace == .realtime {
-            sendTimes.reserveCapacity(total)
-            result.ackLatenciesMicros.reserveCapacity(total)
-        }
+        sendTimes.reserveCapacity(total)
+        result.ackLatenciesMicros.reserveCapacity(total)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -158,9 +154,6 @@ final class LoadAgentHandler: ChannelDuplexHandler {
                 let due = result.startedAt &+ UInt64(content.dueOffset(next))
                 guard due <= now else { break }
                 result.maxSendLagNanos = max(result.maxSendLagNanos, Int64(now &- due))
-            } else if now &- result.startedAt >= UInt64(seconds) * 1_000_000_000 {
-                total = next  // time is up: close after what was sent
-                break
             } else if next - acknowledgedIndex >= Self.maxUnacknowledgedSamples {
                 break
             }

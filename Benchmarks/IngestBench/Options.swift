@@ -47,8 +47,8 @@ struct Options {
       --server-binary PATH   record-server to run (scripts/bench-ingest.sh passes the release build)
       --sessions LIST        comma-separated N values for the sweep (default 1,8,32,64,128,192,256,320,384,448)
       --pace realtime|max    realtime: samples at their media time (default); max: as fast as accepted
-      --seconds S            length of each step: media seconds (realtime) or wall seconds (max) (default 30)
-      --max-stream-seconds S max pace: media length of the stream each ffmpeg reads (default 600)
+      --seconds S            realtime pace: media seconds each session sends (default 30)
+      --max-stream-seconds S max pace: media seconds each session sends, ours and ffmpeg alike (default 600)
       --no-ffmpeg            skip the ffmpeg side-by-side runs
       --ffmpeg-sessions LIST N values at which ffmpeg runs too (default 1,8,32,64,128; ~60 MiB per process)
       --keep-going           run every N even after one fails to keep up

@@ -25,7 +25,9 @@ struct OursStep {
     var sessions: Int
     var agents: [AgentResult]
     var window: Double
-    var serverCPU: Double
+    /// User and system CPU seconds of record-server over the step.
+    var serverCPUTime: CPUTime
+    var serverCPU: Double { serverCPUTime.total }
     var serverTotal: ChildRun
     var idleRSSKiB: Int
     var peakRSSKiB: Int
@@ -59,7 +61,8 @@ struct FFmpegStep {
     var sessions: Int
     var streams: [StreamResult]
     var window: Double
-    var cpu: Double
+    var cpuTime: CPUTime
+    var cpu: Double { cpuTime.total }
     var peakRSSKiB: Int
     var payloadBytes: Int
     var failures: [String]
@@ -87,8 +90,8 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
              sampleEvery: Double = 0.25) throws -> OursStep {
     let directory = env.workDirectory + "/\(label)"
     // The recordings of one step stay on disk until it is verified: refuse a step that would
-    // fill the disk (max pace is bounded by what the server can take, ~4 Gbit/s here).
-    let perSecond = pace == .realtime ? Double(env.content.payloadBytesPerLoop) / (Double(env.content.loopNanos) / 1e9) * Double(n) : 500e6
+    // fill the disk.
+    let perSecond = Double(env.content.payloadBytesPerLoop) / (Double(env.content.loopNanos) / 1e9) * Double(n)
     let needed = UInt64(perSecond * Double(seconds) * 1.05) + (1 << 30)
     if let free = freeBytes(at: env.workDirectory), free < needed {
         throw BenchError("\(label) would write about \(needed >> 30) GiB but only \(free >> 30) GiB are free under \(env.workDirectory); " +
@@ -98,7 +101,7 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
                                    fsync: env.options.fsync)
     usleep(200_000)
     let idleRSS = server.rssKiB
-    let cpu0 = server.cpuSeconds
+    let cpu0 = server.cpuTime
     let load0 = CPUTime.self_()
     let completions = Completions()
     var futures: [EventLoopFuture<AgentResult>] = []
@@ -114,7 +117,7 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
         let content = env.content
         let sessionID = try Identifier(validating: "\(label)-\(id)")
         let connected = ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
@@ -130,7 +133,7 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
     var peak = idleRSS
     var timeline: [(Double, Int, Double)] = []
     let t0 = monotonicNanos()
-    var lastSample = (t0, cpu0)
+    var lastSample = (t0, cpu0.total)
     var nextReport = 0.0
     while completions.value < n {
         usleep(UInt32(min(sampleEvery, 0.25) * 1e6))
@@ -147,7 +150,7 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
             nextReport += 60
         }
     }
-    let cpu1 = server.cpuSeconds
+    let cpu1 = server.cpuTime
     let loadCPU = (CPUTime.self_() - load0).total
     var agents: [AgentResult] = []
     for (i, f) in futures.enumerated() {
@@ -160,7 +163,7 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
     let total = try server.stop()
     let started = agents.map(\.startedAt).filter { $0 > 0 }.min() ?? t0
     let ended = agents.map(\.endedAt).max() ?? monotonicNanos()
-    var step = OursStep(sessions: n, agents: agents, window: elapsed(from: started, to: ended), serverCPU: cpu1 - cpu0,
+    var step = OursStep(sessions: n, agents: agents, window: elapsed(from: started, to: ended), serverCPUTime: CPUTime(user: cpu1.user - cpu0.user, system: cpu1.system - cpu0.system),
                         serverTotal: total, idleRSSKiB: idleRSS, peakRSSKiB: peak, loadGeneratorCPU: loadCPU, timeline: timeline,
                         filesChecked: 0, verifyProblems: [])
     verify(&step, dataDirectory: server.dataDirectory)
@@ -227,11 +230,12 @@ func runFFmpeg(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Opt
         usleep(250_000)
         peak = max(peak, children.reduce(0) { $0 + (processStatusKiB($1.pid, "VmRSS") ?? 0) })
     }
-    var cpu = 0.0
+    var cpu = CPUTime(user: 0, system: 0)
     var failures: [String] = []
     for (i, c) in children.enumerated() {
         let run = try waitChild(c)
-        cpu += run.cpu.total
+        cpu.user += run.cpu.user
+        cpu.system += run.cpu.system
         peak = max(peak, 0)
         if run.exitStatus != 0 {
             failures.append("ffmpeg \(i) exited \(run.exitStatus): " + (readTextFile(directory + "/ffmpeg-\(i).log") ?? "").prefix(200))
@@ -245,7 +249,7 @@ func runFFmpeg(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Opt
     let started = streams.map(\.startedAt).filter { $0 > 0 }.min() ?? 0
     let ended = streams.map(\.endedAt).max() ?? 0
     if !env.options.keep { removeTree(directory) }
-    return FFmpegStep(sessions: n, streams: streams, window: elapsed(from: started, to: ended), cpu: cpu, peakRSSKiB: peak,
+    return FFmpegStep(sessions: n, streams: streams, window: elapsed(from: started, to: ended), cpuTime: cpu, peakRSSKiB: peak,
                       payloadBytes: stream.payloadBytes * n, failures: failures)
 }
 

@@ -47,7 +47,8 @@ final class ServerUnderTest {
         try waitForListener(port: port, timeoutSeconds: 20, pid: child.pid, what: "record-server (log: \(logPath))")
     }
 
-    var cpuSeconds: Double { processCPUSeconds(child.pid) ?? .nan }
+    var cpuSeconds: Double { cpuTime.total }
+    var cpuTime: CPUTime { processCPUTime(child.pid) ?? CPUTime(user: .nan, system: .nan) }
     var rssKiB: Int { processStatusKiB(child.pid, "VmRSS") ?? 0 }
 
     /// SIGTERM (graceful: sessions still open are finalized) and wait.

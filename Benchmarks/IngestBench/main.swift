@@ -13,6 +13,12 @@ import Shared
 // -c copy (one process per session) is measured in the same run. See docs/benchmarks.md.
 
 func mib(_ kib: Int) -> String { format(Double(kib) / 1024, 1) }
+/// CPU s/GB split into user and kernel time ("0.41 + 1.02"): the kernel part (socket reads,
+/// page-cache writes, fsync) is work any receiver of the same bytes does.
+func split(_ cpu: CPUTime, payloadBytes: Int) -> String {
+    let gb = Double(payloadBytes) / 1e9
+    return format(cpu.user / gb, 2) + " + " + format(cpu.system / gb, 2)
+}
 func msec(_ s: Double) -> String { format(s * 1000, 0) }
 
 /// Writes the content once as MP4 (our muxer) and turns it into a Matroska stream of
@@ -92,7 +98,7 @@ func run() throws {
             (options.fsync == "fragment" ? "fsync every fragment" : "**fsync off (--fsync none)**") + ", 1 s fragments, admin API off"),
         ("Load generator", "this process, \(options.clientThreads) event-loop thread(s), on the same 2 cores as the server"),
         ("Pace", options.pace == .realtime ? "realtime: every sample sent at its media time"
-            : "max: each agent sends for \(options.seconds) s of wall time, as fast as the server accepts (≤ 4096 unacknowledged samples); each ffmpeg reads a \(options.maxStreamSeconds) s stream as fast as it can"),
+            : "max: each agent sends \(options.maxStreamSeconds) s of media as fast as the server accepts (≤ 4096 unacknowledged samples); each ffmpeg reads the same \(options.maxStreamSeconds) s as fast as it can"),
     ]
     print(factsTable("Setup", facts).render(markdown: options.markdown))
 
@@ -101,41 +107,43 @@ func run() throws {
         return
     }
 
-    var oursTable = Table("record-server, \(options.pace.rawValue) pace, \(options.seconds) s per step", header: [
+    // Media seconds each session carries: the same for ours and ffmpeg, so both write the same bytes.
+    let streamSeconds = options.pace == .realtime ? options.seconds : options.maxStreamSeconds
+    var oursTable = Table("record-server, \(options.pace.rawValue) pace, \(streamSeconds) s of media per session", header: [
         "N", "Mbit/s", "samples/s", "server CPU %", "CPU %/session", "RSS MiB", "RSS MiB/session", "ack p50 ms", "ack p99 ms",
         "max send lag ms", "lost", "files verified", "load-gen CPU %", "kept up",
     ])
     var peerTable = Table("Side by side: CPU per GB ingested (media payload), same N and pace", header: [
-        "N", "ours Mbit/s", "ours CPU s/GB", "ffmpeg Mbit/s", "ffmpeg CPU s/GB", "ours ÷ ffmpeg", "ffmpeg RSS MiB (sum)",
-        "ffmpeg max lag ms", "ffmpeg ok",
+        "N", "ours Mbit/s", "ours CPU s/GB", "ours user + sys", "ffmpeg Mbit/s", "ffmpeg CPU s/GB", "ffmpeg user + sys", "ours ÷ ffmpeg",
+        "ffmpeg RSS MiB (sum)", "ffmpeg max lag ms", "ffmpeg ok",
     ])
     var firstBehind: Int?
     for n in options.sessions {
-        progress("N=\(n): \(n) agents → record-server, \(options.seconds) s")
-        let ours = try runOurs(env, sessions: n, seconds: options.seconds, pace: options.pace, label: "ours-\(n)")
+        progress("N=\(n): \(n) agents → record-server, \(streamSeconds) s of media each")
+        let ours = try runOurs(env, sessions: n, seconds: streamSeconds, pace: options.pace, label: "ours-\(n)")
         oursTable.add(oursRow(ours, pace: options.pace))
         progress("  " + oursRow(ours, pace: options.pace).joined(separator: " | "))
         for f in ours.failures.prefix(3) + ours.verifyProblems.prefix(3) { progress("  problem: \(f)") }
         if options.compareFFmpeg, options.ffmpegSessions.contains(n) {
-            // Realtime: the step's media. Max: a long stream each ffmpeg reads as fast as it can.
-            let streamSeconds = options.pace == .realtime ? options.seconds : options.maxStreamSeconds
             if env.ffmpegStreams[streamSeconds] == nil {
                 progress("preparing the \(streamSeconds) s Matroska stream for ffmpeg")
                 env.ffmpegStreams[streamSeconds] = try prepareFFmpegStream(content, seconds: streamSeconds, directory: workDirectory)
             }
-            progress("N=\(n): \(n) × ffmpeg, \(options.seconds) s")
+            progress("N=\(n): \(n) × ffmpeg, \(streamSeconds) s of media each")
             do {
                 let peer = try runFFmpeg(env, sessions: n, seconds: streamSeconds, pace: options.pace, label: "ffmpeg-\(n)")
                 for f in peer.failures.prefix(3) { progress("  ffmpeg problem: \(f)") }
                 peerTable.add([
-                    "\(n)", format(ours.mbps, 1), format(ours.cpuPerGB, 2), format(peer.mbps, 1), format(peer.cpuPerGB, 2),
+                    "\(n)", format(ours.mbps, 1), format(ours.cpuPerGB, 2), split(ours.serverCPUTime, payloadBytes: ours.payloadBytes),
+                    format(peer.mbps, 1), format(peer.cpuPerGB, 2), split(peer.cpuTime, payloadBytes: peer.payloadBytes),
                     format(ours.cpuPerGB / peer.cpuPerGB, 2), mib(peer.peakRSSKiB), msec(peer.maxSendLag), peer.failures.isEmpty ? "yes" : "NO",
                 ])
                 progress("  ours \(format(ours.cpuPerGB, 2)) CPU s/GB, ffmpeg \(format(peer.cpuPerGB, 2)) CPU s/GB")
             } catch {
                 // One failed peer step is reported in its row; the sweep goes on.
                 progress("  ffmpeg step failed: \(error)")
-                peerTable.add(["\(n)", format(ours.mbps, 1), format(ours.cpuPerGB, 2), "-", "-", "-", "-", "-", "NO: \(error)"])
+                peerTable.add(["\(n)", format(ours.mbps, 1), format(ours.cpuPerGB, 2), split(ours.serverCPUTime, payloadBytes: ours.payloadBytes),
+                               "-", "-", "-", "-", "-", "-", "NO: \(error)"])
             }
         }
         if !ours.keptUp(pace: options.pace), firstBehind == nil {

@@ -48,7 +48,8 @@ public final class RecordServer: Sendable {
         }
         let authenticator = AgentAuthenticator(requireClientCertificate: configuration.tls.requireClientCertificate,
                                                bearerTokens: tokens, revokedSerials: revoked, insecurePlaintext: configuration.insecurePlaintext)
-        ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator)
+        ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator,
+                              readCoalescing: .milliseconds(configuration.readCoalescingMillis))
 
         var settings = SessionSettings()
         settings.fragmentDuration = Int64(configuration.fragmentSeconds * 1e9)
@@ -167,9 +168,10 @@ struct Housekeeping: Service {
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 await registry.sweep()
-                if retention.isEnabled, ticks % 240 == 0 { await applyRetention() }
+                if retention.isEnabled, ticks % 60 == 0 { await applyRetention() }
                 ticks += 1
-                try? await Task.sleep(for: .milliseconds(250))
+                // Once a second: resume windows are a minute, and every tick wakes threads.
+                try? await Task.sleep(for: .seconds(1))
             }
         } onGracefulShutdown: {
             logger.notice("shutting down: finalizing every live session")

@@ -48,6 +48,7 @@ private final class ConfigFixture {
         #expect(config.segment == .init())
         #expect(config.maxSessions == 64)
         #expect(config.sessionQueueBytes == 64 * 1024 * 1024)
+        #expect(config.readCoalescingMillis == 200)
         #expect(!config.failSessionOnTrackError)
         #expect(config.retention == .init())
         #expect(config.shutdownGraceSeconds == 10)
@@ -223,6 +224,7 @@ private final class ConfigFixture {
         Case(field: "segment.maxBytes", fragment: "at least 1048576") { c, _ in c.segment.maxBytes = 1000 },
         Case(field: "maxSessions", fragment: "from 1 to 10000") { c, _ in c.maxSessions = 0 },
         Case(field: "sessionQueueBytes", fragment: "one largest frame") { c, _ in c.sessionQueueBytes = 1024 },
+        Case(field: "readCoalescingMillis", fragment: "from 0 (off) to 1000") { c, _ in c.readCoalescingMillis = 5000 },
         Case(field: "retention.maxAgeDays", fragment: "positive number of days") { c, _ in c.retention.maxAgeDays = -1 },
         Case(field: "retention.maxTotalBytes", fragment: "positive number of bytes") { c, _ in c.retention.maxTotalBytes = 0 },
         Case(field: "shutdownGraceSeconds", fragment: "from 0 to 600") { c, _ in c.shutdownGraceSeconds = -1 },

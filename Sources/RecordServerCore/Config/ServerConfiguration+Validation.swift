@@ -84,6 +84,9 @@ extension ServerConfiguration {
         if !(minimumQueue ... (1 << 32)).contains(sessionQueueBytes) {
             fail("sessionQueueBytes", "must be from \(minimumQueue) (one largest frame) to 4294967296 (4 GiB) (got \(sessionQueueBytes))")
         }
+        if !(0 ... 1000).contains(readCoalescingMillis) {
+            fail("readCoalescingMillis", "must be from 0 (off) to 1000 milliseconds (got \(readCoalescingMillis)); 200 suits live agents")
+        }
         if let days = retention.maxAgeDays, !(days.isFinite && days > 0) {
             fail("retention.maxAgeDays", "must be a positive number of days (got \(days)), or null to keep recordings regardless of age")
         }

@@ -132,6 +132,11 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     /// Bytes one session may have queued before ingest stops reading its connection
     /// (backpressure to the agent instead of unbounded memory).
     public var sessionQueueBytes = 64 << 20
+    /// How long a live (trickling) agent connection lets its bytes collect in the kernel
+    /// before they are read: one wake-up per interval instead of one per sample. Adds at
+    /// most this much to acknowledgement latency; a busy connection is read at once. 0 turns
+    /// it off.
+    public var readCoalescingMillis = 200
     /// A failing track (bad samples) fails its whole session instead of only itself.
     public var failSessionOnTrackError = false
     public var retention = Retention()
@@ -146,7 +151,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case ingest, admin, dataDirectory, tls, bearerTokens, insecurePlaintext, resumeWindowSeconds, fsync, fragmentSeconds,
-             segment, maxSessions, sessionQueueBytes, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel
+             segment, maxSessions, sessionQueueBytes, readCoalescingMillis, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel
     }
 
     public init(from decoder: any Decoder) throws {
@@ -171,6 +176,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         segment = try c.decodeIfPresent(Segment.self, forKey: .segment) ?? d.segment
         maxSessions = try c.decodeIfPresent(Int.self, forKey: .maxSessions) ?? d.maxSessions
         sessionQueueBytes = try c.decodeIfPresent(Int.self, forKey: .sessionQueueBytes) ?? d.sessionQueueBytes
+        readCoalescingMillis = try c.decodeIfPresent(Int.self, forKey: .readCoalescingMillis) ?? d.readCoalescingMillis
         failSessionOnTrackError = try c.decodeIfPresent(Bool.self, forKey: .failSessionOnTrackError) ?? d.failSessionOnTrackError
         retention = try c.decodeIfPresent(Retention.self, forKey: .retention) ?? d.retention
         shutdownGraceSeconds = try c.decodeIfPresent(Double.self, forKey: .shutdownGraceSeconds) ?? d.shutdownGraceSeconds
@@ -194,6 +200,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         try c.encode(segment, forKey: .segment)
         try c.encode(maxSessions, forKey: .maxSessions)
         try c.encode(sessionQueueBytes, forKey: .sessionQueueBytes)
+        try c.encode(readCoalescingMillis, forKey: .readCoalescingMillis)
         try c.encode(failSessionOnTrackError, forKey: .failSessionOnTrackError)
         try c.encode(retention, forKey: .retention)
         try c.encode(shutdownGraceSeconds, forKey: .shutdownGraceSeconds)

@@ -6,11 +6,12 @@ import Shared
 
 /// Serves one agent connection: handshake, then the session's messages in order. Protocol
 /// rules live in the sans-I/O `SessionValidator`; this loop only carries out what it allows.
-/// Because the loop awaits each sample's append before reading the next, a session that
-/// cannot keep up stops its connection being read (NIOAsyncChannel backpressure) — memory
-/// stays bounded and other sessions are unaffected.
+/// Messages arrive in batches (everything one read cycle brought); the samples of a batch go
+/// to the session in one call. Because the loop awaits that call before taking the next
+/// batch, a session that cannot keep up stops its connection being read (NIOAsyncChannel
+/// backpressure) — memory stays bounded and other sessions are unaffected.
 struct AgentConnection {
-    let channel: NIOAsyncChannel<Message, Message>
+    let channel: NIOAsyncChannel<[Message], Message>
     let registry: SessionRegistry
     let authenticator: AgentAuthenticator
     let metrics: any IngestMetrics
@@ -31,16 +32,30 @@ struct AgentConnection {
         var state = ConnectionState()
         do {
             try await channel.executeThenClose { inbound, outbound in
+                var pending: [Sample] = []
                 do {
-                    for try await message in inbound {
-                        do {
-                            try await handle(message, state: &state, connection: connection, address: address, outbound: outbound, logger: &logger)
-                        } catch let error as ProtocolError {
-                            try await report(error, state: &state, outbound: outbound, logger: logger)
+                    for try await batch in inbound {
+                        for message in batch {
+                            do {
+                                // Samples of the open session are validated here and handed to
+                                // the session together, one call per read cycle.
+                                if case .sample(let sample) = message, state.session != nil {
+                                    if try state.validator.validate(message) == .accept { pending.append(sample) }
+                                    continue
+                                }
+                                try await deliver(&pending, state: &state, outbound: outbound, logger: logger)
+                                try await handle(message, state: &state, connection: connection, address: address, outbound: outbound, logger: &logger)
+                            } catch let error as ProtocolError {
+                                try await deliver(&pending, state: &state, outbound: outbound, logger: logger)
+                                try await report(error, state: &state, outbound: outbound, logger: logger)
+                            }
                         }
+                        try await deliver(&pending, state: &state, outbound: outbound, logger: logger)
                     }
                 } catch let error as ProtocolError {
                     // Malformed input found by the parser, or an idle timeout: connection-fatal.
+                    // What arrived intact before it still counts.
+                    try? await deliver(&pending, state: &state, outbound: outbound, logger: logger)
                     try? await report(error, state: &state, outbound: outbound, logger: logger)
                 } catch Outcome.closeConnection {
                     // Already reported.
@@ -93,6 +108,7 @@ struct AgentConnection {
             }
             await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: open.sessionID.value)
             try await outbound.write(.sessionAccepted(SessionAccepted(sessionID: open.sessionID, acknowledged: 0)))
+            startBatchingReads()
 
         case .sessionResume(let resume):
             guard case .resumeRequested = action else { return }
@@ -102,14 +118,17 @@ struct AgentConnection {
                 state.session = session
                 await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: resume.sessionID.value)
                 try await outbound.write(.sessionAccepted(SessionAccepted(sessionID: resume.sessionID, acknowledged: point.acknowledged)))
+                startBatchingReads()
             } catch {
                 state.validator.resumeRejected()
                 throw error
             }
 
         case .sample(let sample):
-            guard action == .accept, let session = state.session else { return }
-            if let ack = try await session.append(sample) { try await sendAck(ack, session: session, outbound: outbound) }
+            // Only reached without an open session (the run loop batches the others).
+            guard action == .accept, state.session != nil else { return }
+            var one = [sample]
+            try await deliver(&one, state: &state, outbound: outbound, logger: logger)
 
         case .trackEnd(let end):
             guard action == .accept, let session = state.session else { return }
@@ -147,6 +166,23 @@ struct AgentConnection {
         }
     }
 
+    /// Hands the validated samples to the session in one call. A sample the session refuses is
+    /// reported like any protocol error; if the session lives on, the samples after it follow
+    /// (they were validated already); if it ended, they are dropped, as the validator would
+    /// have ignored them once the session had ended.
+    private func deliver(_ pending: inout [Sample], state: inout ConnectionState,
+                         outbound: NIOAsyncChannelOutboundWriter<Message>, logger: Logger) async throws {
+        defer { pending.removeAll(keepingCapacity: true) }
+        var start = pending.startIndex
+        while start < pending.endIndex, let session = state.session {
+            let outcome = await session.append(pending[start...])
+            if let ack = outcome.acknowledged { try await sendAck(ack, session: session, outbound: outbound) }
+            guard let failure = outcome.failure else { return }
+            try await report(failure.error, state: &state, outbound: outbound, logger: logger)
+            start = failure.index + 1
+        }
+    }
+
     private func sendAck(_ sequence: UInt64, session: RecordingSession, outbound: NIOAsyncChannelOutboundWriter<Message>) async throws {
         try await outbound.write(.ack(Ack(sessionID: session.id, sequence: sequence)))
         metrics.ackSent()
@@ -166,6 +202,11 @@ struct AgentConnection {
             state.session = nil
         }
         if state.session == nil { state.validator.sessionEnded() }
+    }
+
+    /// A session is streaming: let its samples collect briefly between reads (ReadBatchingHandler).
+    private func startBatchingReads() {
+        channel.channel.triggerUserOutboundEvent(ReadBatchingHandler.Start(), promise: nil)
     }
 
     private func peerCertificate() async -> NIOSSLCertificate? {

@@ -15,9 +15,12 @@ public struct IngestServer: Sendable {
     public var limits: ProtocolLimits
     public var idleTimeout: Duration
     public var serverID: Identifier
+    /// See `ServerConfiguration.readCoalescingMillis` and `ReadBatchingHandler`.
+    public var readCoalescing: Duration
 
     public init(host: String, port: Int, tls: TLSConfiguration?, authenticator: AgentAuthenticator,
-                limits: ProtocolLimits = .default, idleTimeout: Duration = .seconds(30), serverID: Identifier = "record-server") {
+                limits: ProtocolLimits = .default, idleTimeout: Duration = .seconds(30), serverID: Identifier = "record-server",
+                readCoalescing: Duration = .milliseconds(200)) {
         self.host = host
         self.port = port
         self.tls = tls
@@ -25,6 +28,7 @@ public struct IngestServer: Sendable {
         self.limits = limits
         self.idleTimeout = idleTimeout
         self.serverID = serverID
+        self.readCoalescing = readCoalescing
     }
 
     /// Binds, reports the bound port, and serves until the task is cancelled.
@@ -33,21 +37,26 @@ public struct IngestServer: Sendable {
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
         let limits = self.limits
         let idleTimeout = self.idleTimeout
+        let readDelay = TimeAmount.nanoseconds(Int64(readCoalescing.components.seconds) * 1_000_000_000
+            + readCoalescing.components.attoseconds / 1_000_000_000)
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // tcpOption (IPPROTO_TCP), not socketOption: at SOL_SOCKET the same number is
+            // SO_DEBUG, which only root may set — as the unit's user every accept failed.
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if let sslContext { try sync.addHandler(NIOSSLServerHandler(context: sslContext)) }
+                    try sync.addHandler(ReadBatchingHandler(delay: readDelay))
                     try sync.addHandler(IdleStateHandler(readTimeout: TimeAmount.nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000)))
                     try sync.addHandler(IdleTimeoutHandler())
-                    try sync.addHandler(MessageDecoderHandler(limits: limits))
+                    try sync.addHandler(MessageBatchDecoderHandler(limits: limits))
                     try sync.addHandler(MessageEncoderHandler())
-                    return try NIOAsyncChannel<Message, Message>(
+                    return try NIOAsyncChannel<[Message], Message>(
                         wrappingChannelSynchronously: channel,
-                        configuration: .init(backPressureStrategy: .init(lowWatermark: 4, highWatermark: 32)))
+                        configuration: .init(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8)))
                 }
             }
         onBound(server.channel.localAddress?.port ?? port)

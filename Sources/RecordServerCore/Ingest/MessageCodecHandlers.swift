@@ -26,6 +26,46 @@ final class MessageDecoderHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 }
 
+/// The server's decoder: like `MessageDecoderHandler`, but passes on everything one read cycle
+/// brought as one batch (at `channelReadComplete`), so the connection task wakes, and calls
+/// its session, once per cycle instead of once per sample. A batch holds at most what one
+/// cycle read (the channel's read limits bound it); messages before a protocol violation are
+/// passed on before the error.
+final class MessageBatchDecoderHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = [Message]
+
+    private var parser: MessageParser
+    private var batch: [Message] = []
+    private var failed = false
+
+    init(limits: ProtocolLimits) { parser = MessageParser(limits: limits) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !failed else { return }
+        parser.append(unwrapInboundIn(data))
+        do {
+            while let message = try parser.nextMessage() { batch.append(message) }
+        } catch {
+            failed = true
+            flushBatch(context: context)
+            context.fireErrorCaught(error)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushBatch(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    private func flushBatch(context: ChannelHandlerContext) {
+        guard !batch.isEmpty else { return }
+        let messages = batch
+        batch = []
+        context.fireChannelRead(wrapInboundOut(messages))
+    }
+}
+
 /// Encodes outgoing messages into frames.
 final class MessageEncoderHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = Message

@@ -86,11 +86,36 @@ actor RecordingSession {
 
     // MARK: Samples
 
+    /// What admitting a run of samples came to.
+    struct AppendOutcome: Sendable {
+        /// The new ack point, when it advanced.
+        var acknowledged: UInt64?
+        /// The first sample that failed (its index in the run) and why; the samples after it
+        /// were not looked at.
+        var failure: (index: Int, error: ProtocolError)?
+    }
+
+    /// Admits a run of samples, in order, in one call (one actor hop per read cycle instead of
+    /// one per sample). Stops at the first that fails.
+    func append(_ samples: ArraySlice<Sample>) -> AppendOutcome {
+        var outcome = AppendOutcome()
+        defer { reportQueue() }
+        for index in samples.indices {
+            do {
+                if let ack = try admit(samples[index]) { outcome.acknowledged = ack }
+            } catch {
+                outcome.failure = (index, error)
+                break
+            }
+        }
+        return outcome
+    }
+
     /// Admits one sample; returns the new ack point when it advanced.
-    func append(_ sample: Sample) throws(ProtocolError) -> UInt64? {
+    private func admit(_ sample: Sample) throws(ProtocolError) -> UInt64? {
         guard case .attached = phase else { throw ProtocolError(.noOpenSession, "session \(id) is not open on this connection") }
         highestReceived = max(highestReceived, sample.sequence)
-        guard var stats = tracks[sample.track], stats.status != .failed || !settings.failSessionOnTrackError else {
+        guard let stats = tracks[sample.track], stats.status != .failed || !settings.failSessionOnTrackError else {
             throw ProtocolError(.unknownTrack, "track \(sample.track) is not in session \(id)")
         }
         let input = MuxerSample(trackID: TrackMapping.muxerTrackID(sample.track), sequence: sample.sequence, pts: sample.pts,
@@ -102,10 +127,9 @@ actor RecordingSession {
         } catch {
             return try handle(error, track: sample.track)
         }
-        stats.record(pts: sample.pts, bytes: sample.data.readableBytes)
-        tracks[sample.track] = stats
+        // In place: a copy of the statistics would copy their rate window on every sample.
+        tracks[sample.track]?.record(pts: sample.pts, bytes: sample.data.readableBytes)
         metrics.sampleIngested(kind: stats.kind, bytes: sample.data.readableBytes)
-        defer { reportQueue() }
         return try process(events)
     }
 

@@ -74,6 +74,12 @@ public final class RandomAccessFile {
         guard fsync(fd) == 0 else { throw Self.error("fsync", path) }
     }
 
+    /// Tells the kernel the given range will not be read again soon, so its clean (already
+    /// synced) pages can leave the page cache now. A best-effort hint; failures are ignored.
+    public func dropCachedPages(offset: UInt64, length: UInt64) {
+        _ = posix_fadvise(fd, off_t(offset), off_t(length), POSIX_FADV_DONTNEED)
+    }
+
     public func truncate(to length: UInt64) throws(MuxerError) {
         guard ftruncate(fd, off_t(length)) == 0 else { throw Self.error("truncate", path) }
     }

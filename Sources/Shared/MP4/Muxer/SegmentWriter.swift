@@ -174,7 +174,13 @@ final class SegmentWriter {
         let writeStart = clock.now
         try file.write(output.bytes, at: fileSize)
         let syncStart = clock.now
-        if configuration.durability == .fsyncEveryFragment { try file.sync() }
+        if configuration.durability == .fsyncEveryFragment {
+            try file.sync()
+            // Written media is not read back while recording (finalize reads only the moofs):
+            // keep it from crowding the page cache, which a server writing many streams
+            // would otherwise fill and then have to reclaim under load.
+            file.dropCachedPages(offset: fileSize, length: UInt64(output.bytes.count))
+        }
         let syncEnd = clock.now
         // Only now, with the bytes durable, does the fragment count as part of the file.
         for run in output.runs { durableSamples[run.trackIndex] += run.sizes.count }
