@@ -1,26 +1,41 @@
 import NIOCore
 import Shared
 
-/// Feeds received bytes to the sans-I/O `MessageParser` and passes on whole messages. A
-/// protocol violation is fired as an error; the connection loop answers it and closes.
-final class MessageDecoderHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = Message
-
+/// The sans-I/O `MessageParser` plus the rule both decoder handlers follow: after the first
+/// protocol violation the byte stream is broken, so later bytes are ignored.
+struct MessageStreamDecoder {
     private var parser: MessageParser
     private var failed = false
 
     init(limits: ProtocolLimits) { parser = MessageParser(limits: limits) }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    /// Appends `bytes` and hands on every whole message; throws the violation once.
+    mutating func decode(_ bytes: ByteBuffer, _ emit: (Message) -> Void) throws {
         guard !failed else { return }
-        parser.append(unwrapInboundIn(data))
+        parser.append(bytes)
         do {
-            while let message = try parser.nextMessage() {
-                context.fireChannelRead(wrapInboundOut(message))
-            }
+            while let message = try parser.nextMessage() { emit(message) }
         } catch {
             failed = true
+            throw error
+        }
+    }
+}
+
+/// Feeds received bytes to the parser and passes on whole messages. A protocol violation is
+/// fired as an error; the connection loop answers it and closes.
+final class MessageDecoderHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = Message
+
+    private var decoder: MessageStreamDecoder
+
+    init(limits: ProtocolLimits) { decoder = MessageStreamDecoder(limits: limits) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        do {
+            try decoder.decode(unwrapInboundIn(data)) { context.fireChannelRead(wrapInboundOut($0)) }
+        } catch {
             context.fireErrorCaught(error)
         }
     }
@@ -35,19 +50,15 @@ final class MessageBatchDecoderHandler: ChannelInboundHandler, RemovableChannelH
     typealias InboundIn = ByteBuffer
     typealias InboundOut = [Message]
 
-    private var parser: MessageParser
+    private var decoder: MessageStreamDecoder
     private var batch: [Message] = []
-    private var failed = false
 
-    init(limits: ProtocolLimits) { parser = MessageParser(limits: limits) }
+    init(limits: ProtocolLimits) { decoder = MessageStreamDecoder(limits: limits) }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !failed else { return }
-        parser.append(unwrapInboundIn(data))
         do {
-            while let message = try parser.nextMessage() { batch.append(message) }
+            try decoder.decode(unwrapInboundIn(data)) { batch.append($0) }
         } catch {
-            failed = true
             flushBatch(context: context)
             context.fireErrorCaught(error)
         }
