@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs the deploy/ units under a real systemd: boots a throwaway Debian 12 container with
 # systemd as PID 1 (systemd-nspawn), follows docs/operations.md in it (install.sh, CA, server
-# certificate, agent enrolment, configuration, systemctl enable --now), records 10 s from the
-# agent's test sources through the server, stops both services, and checks the recording with
-# ffprobe on this host. Prints `systemd-analyze security` for both units.
+# certificate, agent enrolment, configuration, systemctl enable --now), then on this host checks
+# with ffprobe/ffmpeg (frame counts against duration, no decoding errors):
+#   1. a 10 s recording (recordctl start/stop) and a graceful stop of both services;
+#   2. `systemctl restart record-server` in the middle of a recording: the session resumes
+#      into the same file and ends completed with every frame;
+#   3. both services stopped during a recording: neither needs systemd's SIGKILL.
+# Prints `systemd-analyze security` for both units.
 #
 # Needs root, network access to deb.debian.org (debootstrap, ~150 MB once) and the release
 # binaries (built here). Not part of the test command: it installs packages on this host
@@ -106,7 +110,7 @@ for _ in $(seq 60); do
     sleep 0.5
 done
 if ! run "$export_token; recordctl agents | grep -q cam-a"; then
-    run "journalctl --no-pager -n 40 -u capture-agent -u record-server" >&2 || true
+    run "journalctl -b --no-pager -n 40 -u capture-agent -u record-server" >&2 || true
     fail "the agent did not connect"
 fi
 run "$export_token; recordctl agents" >&2
@@ -114,28 +118,109 @@ step "running as: $(run 'ps -o user=,comm= -C record-server,capture-agent | tr -
 
 step "§7: recordctl start, 10 s, recordctl stop"
 # "started session ID on agent cam-a"
-session=$(run "$export_token; recordctl start --agent cam-a --wait 5" | awk '{for (i = 1; i < NF; i++) if ($i == "session") { print $(i + 1); exit }}')
+start_session() {
+    run "$export_token; recordctl start --agent cam-a --wait 5" | awk '{for (i = 1; i < NF; i++) if ($i == "session") { print $(i + 1); exit }}'
+}
+recording_of() {
+    run "$export_token; recordctl recordings --json" | python3 -c '
+import json, sys
+print(next(r["path"] for r in json.load(sys.stdin)["recordings"] if r["session_id"] == sys.argv[1]))' "$1"
+}
+# ffprobe and ffmpeg on this host: every packet read, no decoding errors, and (with --full)
+# frame counts that match the file's duration: 30 fps per camera, 50 Opus packets per second.
+check_file() {
+    local file=$root$1 full=${2:-}
+    ffprobe -v error -count_packets -show_entries stream=codec_name,width,height,nb_read_packets,duration -of csv=p=0 "$file"
+    local errors
+    errors=$(ffmpeg -nostdin -v error -i "$file" -f null - 2>&1 | head -5)
+    [[ -z $errors ]] || fail "ffmpeg decoding printed: $errors"
+    echo "ffmpeg -v error: no errors"
+    [[ -z $full ]] && return 0
+    ffprobe -v error -count_packets -show_entries stream=codec_name,nb_read_packets,duration -of json "$file" | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["streams"]:
+    codec, seconds, got = s["codec_name"], float(s["duration"]), int(s["nb_read_packets"])
+    expected = seconds * (30 if codec == "h264" else 50)
+    ok = abs(got - expected) <= max(3, 0.02 * expected)
+    print("  %s: %d packets for %.2f s (expected %.0f)%s" % (codec, got, seconds, expected, "" if ok else "  <-- MISMATCH"))
+    if not ok: sys.exit(1)' || fail "packet counts do not match the duration"
+}
+
+session=$(start_session)
 [[ -n $session ]] || fail "recordctl start printed no session id"
 sleep 10
 run "$export_token; recordctl stop $session" >&2
-path=$(run "$export_token; recordctl recordings --json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["recordings"][0]["path"])')
+sleep 2
+path=$(recording_of "$session")
 step "recording: $path"
+run "$export_token; recordctl recordings" >&2
 
 step "stopping both services (SIGTERM, graceful)"
-run "systemctl stop capture-agent record-server"
-for unit in record-server capture-agent; do
-    result=$(run "systemctl show -p Result --value $unit")
-    status=$(run "systemctl show -p ExecMainStatus --value $unit")
-    echo "$unit: Result=$result ExecMainStatus=$status"
-    [[ $result == success ]] || fail "$unit stopped with $result (journalctl -u $unit)"
-done
-run "journalctl --no-pager -u record-server -u capture-agent | grep -Ei 'denied|EPERM|operation not permitted' || true" >&2
+# Stops both units; each one's systemd Result must be among the allowed ("unit:result" words).
+stop_both() {
+    local allowed=" $1 " unit result status
+    run "systemctl stop capture-agent record-server"
+    for unit in record-server capture-agent; do
+        result=$(run "systemctl show -p Result --value $unit")
+        status=$(run "systemctl show -p ExecMainStatus --value $unit")
+        echo "$unit: Result=$result ExecMainStatus=$status"
+        [[ $allowed == *" $unit:$result "* ]] || fail "$unit stopped with $result (journalctl -u $unit)"
+    done
+}
+stop_both "record-server:success capture-agent:success"
+run "journalctl -b --no-pager -u record-server -u capture-agent | grep -Ei 'denied|EPERM|operation not permitted' || true" >&2
+drops=$(run "journalctl -b --no-pager -u capture-agent | grep -E 'dropped|source lost' || true")
+[[ -z $drops ]] || fail "the agent dropped samples: $(head -3 <<<"$drops")"
+run "journalctl -b --no-pager -u capture-agent | grep -E 'faster than real time' || true" >&2
 
 step "ffprobe on this host"
-ffprobe -v error -count_packets -show_entries stream=codec_name,width,height,nb_read_packets -of csv=p=0 "$root$path"
-errors=$(ffmpeg -nostdin -v error -i "$root$path" -f null - 2>&1 | head -5)
-[[ -z $errors ]] || fail "ffmpeg decoding printed: $errors"
-echo "ffmpeg -v error: no errors"
+check_file "$path" --full
+
+wait_for_agent() {
+    for _ in $(seq 60); do
+        run "$export_token; recordctl agents 2>/dev/null | grep -q cam-a" && return 0
+        sleep 0.5
+    done
+    fail "the agent did not connect"
+}
+
+step "systemctl restart record-server during a recording (the session resumes into the same file)"
+run "systemctl start record-server capture-agent"
+wait_for_agent
+third=$(start_session)
+[[ -n $third ]] || fail "recordctl start printed no session id (restart check)"
+sleep 4
+run "systemctl restart record-server"
+sleep 6
+wait_for_agent
+run "$export_token; recordctl stop $third" >&2
+sleep 2
+third_path=$(recording_of "$third")
+run "$export_token; recordctl recordings" >&2
+run "journalctl -b --no-pager -u record-server -o cat | grep -E 'suspended|resumed after a server restart' | tail -2" >&2
+status=$(run "$export_token; recordctl recordings --json" | python3 -c '
+import json, sys
+print(next(r["status"] for r in json.load(sys.stdin)["recordings"] if r["session_id"] == sys.argv[1]))' "$third")
+[[ $status == completed ]] || fail "the restarted recording is $status, not completed"
+check_file "$third_path" --full
+
+step "both services stopped during a recording (the agent must exit within TimeoutStopSec)"
+second=$(start_session)
+[[ -n $second ]] || fail "recordctl start printed no session id (second recording)"
+sleep 5
+started=$(date +%s)
+# The agent may get the server's confirmation (success) or give up after its stop timeout
+# (exit-code, status 1); only a SIGKILL after TimeoutStopSec (Result=timeout) is a failure.
+stop_both "record-server:success capture-agent:success capture-agent:exit-code"
+echo "both stopped after $(( $(date +%s) - started )) s"
+run "journalctl -b --no-pager -u capture-agent -n 3 -o cat" >&2
+run "systemctl start record-server"
+for _ in $(seq 40); do run "$export_token; recordctl recordings >/dev/null 2>&1" && break; sleep 0.25; done
+second_path=$(recording_of "$second")
+run "$export_token; recordctl recordings" >&2
+run "systemctl stop record-server"
+step "second recording: $second_path"
+check_file "$second_path"
 
 step "systemd-analyze security"
 run "systemd-analyze security --no-pager record-server capture-agent" | tail -4

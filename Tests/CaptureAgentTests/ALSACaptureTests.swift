@@ -31,6 +31,34 @@ struct ALSACaptureTests {
         #expect(source.clockMapper.resyncCount == 0)
     }
 
+    /// `null` has no clock: read with a clock that does not move by itself, it would deliver
+    /// without end. The source finds out and paces reads by the clock: once the audio is a
+    /// buffer plus 250 ms ahead, every read sleeps until its chunk's end.
+    @Test func nullDeviceWithoutAClockIsPacedByTheMonotonicClock() throws {
+        let clock = ManualClock(start: 10_000_000_000, autoAdvance: true)
+        let source = ALSACaptureSource(device: "null", channels: 1, clock: clock)
+        try source.start()
+        defer { source.stop() }
+        var stamps: [Int64] = []
+        for _ in 0..<200 {
+            guard case .audio(_, 960, let pts)? = try source.read() else {
+                Issue.record("no audio from alsa:null")
+                return
+            }
+            stamps.append(pts)
+        }
+        #expect(source.isPacedByClock)
+        #expect(source.takeNotices().count == 1)
+        #expect(source.takeNotices().isEmpty)
+        // Each sleep ends one period after the previous: real time, 20 ms per chunk.
+        let deadlines = clock.deadlines
+        #expect(deadlines.count > 150)
+        #expect(zip(deadlines, deadlines.dropFirst()).allSatisfy { $1 - $0 == 20_000_000 })
+        // 200 chunks took 4 s of clock time, and timestamps never went back.
+        #expect(clock.now() == stamps[0] + 200 * 20_000_000)
+        #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $1 > $0 })
+    }
+
     @Test func aMissingDeviceIsAClearError() {
         let source = ALSACaptureSource(device: "no-such-pcm-device", clock: ManualClock())
         let error = #expect(throws: CaptureError.self) { try source.start() }

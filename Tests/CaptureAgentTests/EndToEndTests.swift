@@ -1,6 +1,8 @@
 import Foundation
+import NIOCore
 import NIOPosix
 import RecordServerCore
+import Shared
 import Testing
 @testable import CaptureAgentCore
 
@@ -49,12 +51,11 @@ func freePort() throws -> Int {
 }
 
 extension EndToEndTests {
-    /// The server process is killed (SIGKILL, no chance to finalize) three times in the
-    /// middle of one recording and started again each time on the same data directory: the
-    /// agent reconnects, resumes from the server's durable point and resends the rest.
-    @Test(.timeLimit(.minutes(3)), .enabled(if: recordServerBinary != nil, "needs .build/debug/record-server (swift build --build-tests)"))
-    func serverKilledThreeTimesMidRecordingStillEveryFrameExactlyOnce() async throws {
-        let fixture = try EndToEndFixture()
+    /// Records `seconds` from the fixture's agent through a record-server subprocess that is
+    /// stopped with `signal` `restarts` times (3 s apart) and started again each time on the
+    /// same data directory. Returns how the server processes ended and the finished file.
+    private func recordThroughServerRestarts(_ fixture: EndToEndFixture, sessionID: Identifier, seconds: Double,
+                                             signal: Int32, restarts: Int) async throws -> (endings: [(Process.TerminationReason, Int32)], file: String?) {
         let port = try freePort()
         var config = fixture.serverConfiguration
         config.ingest = .init(host: "127.0.0.1", port: port)
@@ -72,15 +73,15 @@ extension EndToEndTests {
         }
         var server = try launch()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let agent = try AgentRuntime(settings: try fixture.agentSettings(port: port, seconds: 15, sessionID: "e2e-kill"),
+        let agent = try AgentRuntime(settings: try fixture.agentSettings(port: port, seconds: seconds, sessionID: sessionID),
                                      logger: EndToEndFixture.logger, group: group)
         let recording = Task { try await agent.run() }
-        var kills = 0
-        for _ in 0..<3 {
+        var endings: [(Process.TerminationReason, Int32)] = []
+        for _ in 0..<restarts {
             try await Task.sleep(for: .seconds(3))
-            kill(server.processIdentifier, SIGKILL)
+            kill(server.processIdentifier, signal)
             server.waitUntilExit()
-            if server.terminationReason == .uncaughtSignal { kills += 1 }
+            endings.append((server.terminationReason, server.terminationStatus))
             try await Task.sleep(for: .seconds(1))
             server = try launch()
         }
@@ -88,16 +89,102 @@ extension EndToEndTests {
         server.terminate()
         server.waitUntilExit()
         try await group.shutdownGracefully()
-        #expect(kills == 3, "the server died of SIGKILL \(kills) times")
+        let files = fixture.recordings()
+        #expect(files.count == 1, "\(files)")
+        return (endings, files.first)
+    }
+
+    /// The server process is killed (SIGKILL, no chance to finalize) three times in the
+    /// middle of one recording and started again each time on the same data directory: the
+    /// agent reconnects, resumes from the server's durable point and resends the rest.
+    @Test(.timeLimit(.minutes(3)), .enabled(if: recordServerBinary != nil, "needs .build/debug/record-server (swift build --build-tests)"))
+    func serverKilledThreeTimesMidRecordingStillEveryFrameExactlyOnce() async throws {
+        let fixture = try EndToEndFixture()
+        let run = try await recordThroughServerRestarts(fixture, sessionID: "e2e-kill", seconds: 15, signal: SIGKILL, restarts: 3)
+        let kills = run.endings.filter { $0.0 == .uncaughtSignal && $0.1 == SIGKILL }.count
+        #expect(kills == 3, "the server died of SIGKILL \(kills) times: \(run.endings)")
 
         // One session, resumed after every kill and finalized once.
         let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
         let record = try #require(try catalog.session(id: "e2e-kill"))
         #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
+        try checkRecording(try #require(run.file), expectedFrames: 445...455)
+    }
 
+    /// A graceful restart (SIGTERM, as `systemctl restart record-server` sends) in the middle
+    /// of a recording suspends the session instead of finalizing it. The server exits 0, the
+    /// agent resumes after the restart, and the one file holds every frame exactly once.
+    @Test(.timeLimit(.minutes(3)), .enabled(if: recordServerBinary != nil, "needs .build/debug/record-server (swift build --build-tests)"))
+    func gracefulServerRestartsMidRecordingResumeIntoTheSameFile() async throws {
+        let fixture = try EndToEndFixture()
+        let run = try await recordThroughServerRestarts(fixture, sessionID: "e2e-restart", seconds: 10, signal: SIGTERM, restarts: 2)
+        #expect(run.endings.count == 2 && run.endings.allSatisfy { $0.0 == .exit && $0.1 == 0 }, "\(run.endings)")
+
+        let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
+        let record = try #require(try catalog.session(id: "e2e-restart"))
+        #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
+        try checkRecording(try #require(run.file), expectedFrames: 295...305)
+    }
+}
+
+extension EndToEndTests {
+    /// A server process out of file descriptors (idle connections up to `ulimit -n`) cannot
+    /// accept; that must never end its accept loop. Once the idle connections go, an agent
+    /// that kept retrying gets in and records a complete file.
+    @Test(.timeLimit(.minutes(3)), .enabled(if: recordServerBinary != nil, "needs .build/debug/record-server (swift build --build-tests)"))
+    func aServerOutOfFileDescriptorsAcceptsAgainWhenTheyFreeUp() async throws {
+        let fixture = try EndToEndFixture()
+        let port = try freePort()
+        var config = fixture.serverConfiguration
+        config.ingest = .init(host: "127.0.0.1", port: port)
+        let configPath = fixture.directory.path + "/server.json"
+        try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
+        let limit = 128
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/bin/sh")
+        server.arguments = ["-c", "ulimit -n \(limit) && exec \"$0\" --config \"$1\" --log-level warning", recordServerBinary!, configPath]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try server.run()
+        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
+        // Wait until it listens, then hold idle TCP connections (no TLS ClientHello) until the
+        // server's descriptor table is full.
+        var idle: [any Channel] = []
+        for _ in 0..<100 {
+            if let c = try? await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get() { idle.append(c); break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(idle.count == 1, "record-server did not start listening")
+        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.processIdentifier)/fd").count) ?? 0 }
+        while idle.count < limit + 20 {
+            idle.append(try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get())
+        }
+        var full = false
+        for _ in 0..<100 where !full {
+            full = openDescriptors() >= limit
+            if !full { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(full, "the server's descriptors never reached \(limit): \(openDescriptors())")
+
+        // The agent starts while the server cannot accept; it retries with backoff.
+        let agent = try AgentRuntime(settings: try fixture.agentSettings(port: port, seconds: 5, sessionID: "e2e-emfile"),
+                                     logger: EndToEndFixture.logger, group: group)
+        let recording = Task { try await agent.run() }
+        try await Task.sleep(for: .seconds(2))
+        for channel in idle { try? await channel.close() }
+        try await recording.value
+        #expect(server.isRunning, "record-server exited (status \(server.isRunning ? 0 : server.terminationStatus))")
+        server.terminate()
+        server.waitUntilExit()
+        try await group.shutdownGracefully()
+
+        let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
+        let record = try #require(try catalog.session(id: "e2e-emfile"))
+        #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
         let files = fixture.recordings()
         #expect(files.count == 1, "\(files)")
-        let file = try #require(files.first)
-        try checkRecording(file, expectedFrames: 445...455)
+        try checkRecording(try #require(files.first), expectedFrames: 145...155)
     }
 }

@@ -137,7 +137,7 @@ final class FaultInjectingProxy: @unchecked Sendable {
 struct NetworkFaultTests {
     /// The fixture's agent certificate, `sources`, a graceful stop by `shutdown()` (no duration).
     private func settings(_ fixture: EndToEndFixture, port: Int, sources: [String], sessionID: Identifier,
-                          duration: Double?) throws -> AgentSettings {
+                          duration: Double?, stopTimeout: Int64 = 30_000_000_000) throws -> AgentSettings {
         AgentSettings(
             host: "127.0.0.1", port: port,
             tls: try TLSConfigurations.client(caPEMPath: fixture.caPath, certificatePEMPath: fixture.directory.path + "/agent.pem",
@@ -146,16 +146,31 @@ struct NetworkFaultTests {
             sources: try sources.map { try SourceSpec.parse($0) },
             video: VideoEncodingSettings(preset: "ultrafast", threads: 1),
             backoff: ReconnectBackoff(initial: 100_000_000, maximum: 1_000_000_000),
-            record: true, sessionID: sessionID, duration: duration)
+            record: true, sessionID: sessionID, duration: duration, stopTimeout: stopTimeout)
+    }
+
+    /// An in-process record-server for the fixture, reached through a fault-injecting proxy.
+    private func startServerBehindProxy(_ fixture: EndToEndFixture) async throws
+        -> (server: RecordServer.RunningServer, group: MultiThreadedEventLoopGroup, proxy: FaultInjectingProxy) {
+        let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
+        let running = try await server.start()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        return (running, group, try await FaultInjectingProxy(group: group, targetPort: running.ingestPort))
+    }
+
+    /// Waits (at most 30 s) for the session to appear in the server's catalog.
+    private func waitForSession(_ id: String, in catalog: Catalog) async throws -> Bool {
+        for _ in 0..<300 {
+            if try catalog.session(id: id) != nil { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
     }
 
     @Test(.timeLimit(.minutes(3)))
     func networkCutOfTenSecondsResumesIntoTheSameRecordingWithEveryFrameOnce() async throws {
         let fixture = try EndToEndFixture()
-        let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
-        let running = try await server.start()
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let proxy = try await FaultInjectingProxy(group: group, targetPort: running.ingestPort)
+        let (running, group, proxy) = try await startServerBehindProxy(fixture)
         let agent = try AgentRuntime(
             settings: try settings(fixture, port: proxy.port,
                                    sources: ["front=test:320x240@15", "back=test:320x240@15", "tone=test:audio"],
@@ -175,12 +190,7 @@ struct NetworkFaultTests {
 
         // Bounded wait for the session to exist on the server (through the proxy).
         let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
-        var opened = false
-        for _ in 0..<300 {
-            if try catalog.session(id: "net-cut-1") != nil { opened = true; break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        guard opened else {
+        guard try await waitForSession("net-cut-1", in: catalog) else {
             await cleanUp()
             Issue.record("the agent's session never appeared in the catalog")
             return
@@ -249,5 +259,43 @@ struct NetworkFaultTests {
         #expect(beeps >= 59 && abs(beeps - seconds) <= 2, "\(beeps) beeps over \(seconds) s")
         let offset = try #require(decoded.worstAudioVideoOffset(fps: 30), "flashes and beeps found")
         #expect(offset <= 1.0 / 30 + 0.001, "worst audio/video offset \(offset * 1000) ms over \(beeps) beeps")
+    }
+
+    /// Stopped while the server is unreachable for good (both stopped at once, the host going
+    /// down): the agent gives up after its stop timeout with an error that says what was not
+    /// acknowledged, instead of reconnecting until the service manager kills it.
+    @Test(.timeLimit(.minutes(2)))
+    func aStopWithTheServerGoneEndsAfterTheStopTimeoutWithAClearError() async throws {
+        let fixture = try EndToEndFixture()
+        let (running, group, proxy) = try await startServerBehindProxy(fixture)
+        let agent = try AgentRuntime(
+            settings: try settings(fixture, port: proxy.port, sources: ["front=test:320x240@15", "tone=test:audio"],
+                                   sessionID: "stop-gone-1", duration: nil, stopTimeout: 2_000_000_000),
+            logger: EndToEndFixture.logger, group: group)
+        let recording = Task { try await agent.run() }
+        defer { proxy.restore() }
+
+        let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
+        let opened = try await waitForSession("stop-gone-1", in: catalog)
+        if opened {
+            proxy.cut()
+            agent.shutdown()
+        } else {
+            agent.shutdown()
+            agent.shutdown()
+        }
+        let outcome = await recording.result
+        await proxy.close()
+        await running.stop()
+        try await group.shutdownGracefully()
+
+        #expect(opened, "the agent's session never appeared in the catalog")
+        guard case .failure(let error) = outcome else {
+            Issue.record("the agent stopped cleanly although the server never confirmed the session")
+            return
+        }
+        let message = "\(error)"
+        #expect(message.contains("did not confirm session stop-gone-1 within 2 s"), "\(message)")
+        #expect(message.contains("not acknowledged"), "\(message)")
     }
 }

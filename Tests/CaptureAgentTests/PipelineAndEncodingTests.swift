@@ -203,6 +203,7 @@ struct PipelineAndEncodingTests {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../deploy/capture-agent.example.json").standardized.path
         let file = try AgentConfigFile.load(path: path)
         #expect(file.server != nil && file.agentID != nil)
+        #expect(file.stopTimeoutSeconds == 30)
         for spec in file.sources ?? [] { _ = try SourceSpec.parse(spec) }
         let dir = TemporaryDirectory()
         let bad = dir.file("bad.json", Array(#"{"sources": "front=test"}"#.utf8))

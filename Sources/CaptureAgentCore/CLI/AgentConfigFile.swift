@@ -46,6 +46,7 @@ public struct AgentConfigFile: Codable, Sendable, Equatable {
     public var buffer: Buffer?
     public var reconnect: Reconnect?
     public var fastFiles: Bool?
+    public var stopTimeoutSeconds: Double?
     public var logLevel: String?
 
     public init() {}

@@ -44,7 +44,7 @@ public struct RunCommand: AsyncParsableCommand {
         discussion: """
             Sources (repeat --source): \(SourceSpec.usage)
             Flags override the values of --config FILE (JSON, see deploy/capture-agent.example.json).
-            SIGINT/SIGTERM stop gracefully (tracks end, the session is closed and finalized); a second one exits at once.
+            SIGINT/SIGTERM stop gracefully (tracks end, the session is closed and finalized; at most --stop-timeout seconds); a second one exits at once.
             """)
 
     @Option(help: "JSON configuration file; flags override it.") public var config: String?
@@ -73,6 +73,8 @@ public struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("buffer-seconds"), help: "Resend buffer bound in seconds of media (default 300).") public var bufferSeconds: Double?
     @Option(name: .customLong("reconnect-initial-ms"), help: "First reconnect delay ceiling (default 250).") public var reconnectInitial: Int?
     @Option(name: .customLong("reconnect-max-ms"), help: "Largest reconnect delay ceiling (default 10000).") public var reconnectMax: Int?
+    @Option(name: .customLong("stop-timeout"), help: "After SIGINT/SIGTERM, seconds to wait for the server to confirm the closed session before exiting anyway (default 30).")
+    public var stopTimeout: Double?
     @Flag(name: .customLong("fast-files"), help: "Read y4m/wav sources as fast as possible instead of in real time.") public var fastFiles = false
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.") public var logLevel: String?
 
@@ -193,6 +195,9 @@ public struct RunCommand: AsyncParsableCommand {
         let maximum = Int64(reconnectMax ?? file.reconnect?.maxMillis ?? 10_000) * 1_000_000
         guard initial > 0, maximum >= initial else { throw ConfigError("reconnect delays must be positive with max ≥ initial") }
 
+        let stopSeconds = stopTimeout ?? file.stopTimeoutSeconds ?? 30
+        guard stopSeconds > 0, stopSeconds <= 3600 else { throw ConfigError("--stop-timeout must be between 0 and 3600 seconds") }
+
         let levelText = logLevel ?? file.logLevel ?? "info"
         guard let level = Logger.Level(rawValue: levelText) else { throw ConfigError("--log-level \"\(levelText)\" is not a swift-log level") }
 
@@ -200,7 +205,8 @@ public struct RunCommand: AsyncParsableCommand {
             host: host, port: port, tls: tls, tlsHostname: TLSConfigurations.handlerHostname(for: host),
             agentID: agent, bearerToken: bearer, sources: specs, video: video, audio: audio, bufferLimits: limits,
             backoff: ReconnectBackoff(initial: initial, maximum: maximum), record: record, sessionID: session,
-            duration: durationValue, labels: labelSet, fastFiles: fastFiles || (file.fastFiles ?? false))
+            duration: durationValue, labels: labelSet, fastFiles: fastFiles || (file.fastFiles ?? false),
+            stopTimeout: Int64(stopSeconds * 1e9))
         return (settings, level)
     }
 }

@@ -17,7 +17,9 @@ public final class ALSACaptureSource: CaptureSource {
     private let clock: any MonotonicClock
     private var pcm: OpaquePointer?
     private var mapper = AudioClockMapper(sampleRate: ALSACaptureSource.sampleRate)
+    private var pacer = DeviceRatePacer(sampleRate: ALSACaptureSource.sampleRate, bufferFrames: 0)
     private var lost = 0
+    private var notices: [String] = []
     /// Overruns recovered so far (each one is also reported as lost chunks).
     public private(set) var overruns = 0
 
@@ -52,9 +54,17 @@ public final class ALSACaptureSource: CaptureSource {
             snd_pcm_close(handle)
             throw CaptureError(.negotiationFailed, "\(name): S16_LE \(channels) ch 48000 Hz refused: \(Self.describe(setResult))")
         }
+        var bufferFrames: snd_pcm_uframes_t = 0
+        var periodFrames: snd_pcm_uframes_t = 0
+        if snd_pcm_get_params(handle, &bufferFrames, &periodFrames) < 0 { bufferFrames = 0 }
         pcm = handle
         mapper = AudioClockMapper(sampleRate: Self.sampleRate)
+        pacer = DeviceRatePacer(sampleRate: Self.sampleRate, bufferFrames: Int(bufferFrames))
     }
+
+    /// True once the device turned out to have no clock of its own and reads are paced by the
+    /// monotonic clock instead (``DeviceRatePacer``).
+    public var isPacedByClock: Bool { pacer.isPacing }
 
     public func read() throws(CaptureError) -> CapturedMedia? {
         guard let pcm else { return nil }
@@ -62,7 +72,15 @@ public final class ALSACaptureSource: CaptureSource {
         while true {
             let n = buffer.withUnsafeMutableBytes { snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(Self.periodFrames)) }
             if n > 0 {
-                let now = clock.now()
+                var now = clock.now()
+                let wasPacing = pacer.isPacing
+                if let deadline = pacer.afterReading(frames: Int(n), at: now) {
+                    clock.sleep(until: deadline)
+                    now = clock.now()
+                }
+                if pacer.isPacing && !wasPacing {
+                    notices.append("\(name) delivers audio faster than real time (a PCM without a clock, such as null); reads are now paced by the monotonic clock")
+                }
                 var delay: snd_pcm_sframes_t = 0
                 if snd_pcm_delay(pcm, &delay) < 0 { delay = 0 }
                 let frames = Int(n)
@@ -97,6 +115,11 @@ public final class ALSACaptureSource: CaptureSource {
     public func takeLostCount() -> Int {
         defer { lost = 0 }
         return lost
+    }
+
+    public func takeNotices() -> [String] {
+        defer { notices.removeAll() }
+        return notices
     }
 
     public func stop() {

@@ -10,7 +10,8 @@
 ///   at most `maxSlewPerChunk` per chunk, i.e. timestamps stretch by ≤ 0.5 %: no jump, no
 ///   audible effect, and A/V stays aligned over hours.
 /// - Large drift (above `resyncThreshold`: an overrun, a suspended device) re-anchors at
-///   once; the caller marks a discontinuity and reports the lost chunks.
+///   once; the caller marks a discontinuity and reports the lost chunks. A re-anchor never
+///   moves time back: a chunk never starts before the previous one ended.
 public struct AudioClockMapper: Sendable {
     public let sampleRate: Int
     public var slewThreshold: Int64 = 2_000_000
@@ -64,10 +65,14 @@ public struct AudioClockMapper: Sendable {
             pendingResync = false
             resyncCount += 1
             let lost = drift > 0 && chunk > 0 ? Int((drift + chunk / 2) / chunk) : 0
-            anchor = capturedEnd - chunk
+            // A device that ran ahead of the clock (negative drift) must not move time back:
+            // the chunks already stamped up to `previousEnd` were sent. Start no earlier.
+            let previousEnd = current + duration(framesSinceAnchor)
+            let pts = max(capturedEnd - chunk, previousEnd)
+            anchor = pts
             framesSinceAnchor = Int64(frames)
             smoothedDrift = 0
-            return Stamp(pts: capturedEnd - chunk, discontinuity: true, lostChunks: max(lost, 0))
+            return Stamp(pts: pts, discontinuity: true, lostChunks: max(lost, 0))
         }
         // Scheduling latency only ever makes a read look late, so a single reading is
         // noisy; the exponential average reacts to the trend, not to one slow wake-up.

@@ -98,10 +98,14 @@ public protocol CaptureSource: AnyObject {
     /// Capture units lost inside the source since the last call (a V4L2 sequence gap, an
     /// ALSA overrun), to be reported as capture drops. Resets the count.
     func takeLostCount() -> Int
+    /// Things the operator should hear about once (for example, a device found to have no
+    /// clock of its own), since the last call. Resets the list.
+    func takeNotices() -> [String]
     /// Stops capturing and releases the device; safe to call more than once.
     func stop()
 }
 
 extension CaptureSource {
     public func takeLostCount() -> Int { 0 }
+    public func takeNotices() -> [String] { [] }
 }

@@ -32,12 +32,17 @@ public final class SourcePipeline: @unchecked Sendable {
     private var keyframeWanted = false
     private var captureFailure: CaptureError?
     private let finished = DispatchGroup()
+    private let clock: any MonotonicClock
+    /// Encoder-thread only: drop warnings are summed, at most one line per kind per 5 s.
+    private var overflowLog = LogThrottle()
+    private var lostLog = LogThrottle()
 
     /// - Parameters:
     ///   - source: already started (its format is final).
     ///   - queueCapacity: units between capture and encoder.
     public init(track: UInt8, label: String, source: any CaptureSource, encoder: any SampleEncoder,
-                queueCapacity: Int, sink: any PipelineSink, logger: Logger) {
+                queueCapacity: Int, sink: any PipelineSink, logger: Logger,
+                clock: any MonotonicClock = SystemMonotonicClock()) {
         self.track = track
         self.label = label
         self.source = source
@@ -45,6 +50,7 @@ public final class SourcePipeline: @unchecked Sendable {
         self.queue = DropAtSourceQueue(capacity: queueCapacity)
         self.sink = sink
         self.logger = logger
+        self.clock = clock
     }
 
     /// The track descriptor of this pipeline (protocol.md §6.6.1).
@@ -97,6 +103,9 @@ public final class SourcePipeline: @unchecked Sendable {
             do {
                 guard let media = try source.read() else { break }
                 queue.recordLost(source.takeLostCount())
+                for notice in source.takeNotices() {
+                    logger.warning("\(notice)", metadata: ["track": "\(label)", "source": "\(source.name)"])
+                }
                 if source.isLive {
                     if !queue.offer(media) && !shouldStop {
                         logger.debug("encoder behind: frame dropped at the source", metadata: ["track": "\(label)"])
@@ -141,6 +150,7 @@ public final class SourcePipeline: @unchecked Sendable {
                     logger.error("encoder flush failed: \(error)", metadata: ["track": "\(label)"])
                 }
                 report(drops)
+                logPendingDrops()
                 lock.lock()
                 let failure = captureFailure
                 lock.unlock()
@@ -155,13 +165,29 @@ public final class SourcePipeline: @unchecked Sendable {
     }
 
     private func report(_ drops: DropAtSourceQueue<CapturedMedia>.Drops) {
+        guard !drops.isEmpty else { return }
+        let now = clock.now()
         if drops.overflow > 0 {
-            logger.warning("dropped \(drops.overflow) unit(s) at the source: the encoder could not keep up", metadata: ["track": "\(label)"])
             sink?.pipelineDropped(track: track, count: drops.overflow, reason: .encoderError)
+            if let total = overflowLog.record(drops.overflow, at: now) { logOverflow(total) }
         }
         if drops.lost > 0 {
-            logger.warning("source lost \(drops.lost) unit(s)", metadata: ["track": "\(label)", "source": "\(source.name)"])
             sink?.pipelineDropped(track: track, count: drops.lost, reason: .captureError)
+            if let total = lostLog.record(drops.lost, at: now) { logLost(total) }
         }
+    }
+
+    /// At the end of the track: the drops counted since the last warning.
+    private func logPendingDrops() {
+        if let total = overflowLog.flush() { logOverflow(total) }
+        if let total = lostLog.flush() { logLost(total) }
+    }
+
+    private func logOverflow(_ total: Int) {
+        logger.warning("dropped \(total) unit(s) at the source: the encoder could not keep up", metadata: ["track": "\(label)"])
+    }
+
+    private func logLost(_ total: Int) {
+        logger.warning("source lost \(total) unit(s)", metadata: ["track": "\(label)", "source": "\(source.name)"])
     }
 }

@@ -29,13 +29,16 @@ public struct AgentSettings: Sendable {
     /// Units between each source and its encoder.
     public var videoQueueFrames: Int
     public var audioQueueChunks: Int
+    /// After a stop request, how long to wait for the server to confirm the closed session
+    /// before exiting anyway (with an error naming what was not acknowledged). Nanoseconds.
+    public var stopTimeout: Int64
 
     public init(host: String, port: Int, tls: TLSConfiguration, tlsHostname: String?, agentID: Identifier,
                 bearerToken: String? = nil, sources: [SourceSpec], video: VideoEncodingSettings = .init(),
                 audio: AudioEncodingSettings = .init(), bufferLimits: ResendBuffer.Limits = .init(),
                 backoff: ReconnectBackoff = .init(), record: Bool = false, sessionID: Identifier? = nil,
                 duration: Double? = nil, labels: [Label] = [], fastFiles: Bool = false,
-                videoQueueFrames: Int = 8, audioQueueChunks: Int = 25) {
+                videoQueueFrames: Int = 8, audioQueueChunks: Int = 25, stopTimeout: Int64 = 30_000_000_000) {
         self.host = host
         self.port = port
         self.tls = tls
@@ -54,6 +57,7 @@ public struct AgentSettings: Sendable {
         self.fastFiles = fastFiles
         self.videoQueueFrames = videoQueueFrames
         self.audioQueueChunks = audioQueueChunks
+        self.stopTimeout = stopTimeout
     }
 }
 
@@ -136,6 +140,18 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
             }
             logger.info("stopping: ending tracks and closing the session (stop again to exit at once)")
             stopCapture()
+            // The server may be gone for good (stopped together with this agent, host
+            // shutdown): reconnecting forever would only end in the service manager's SIGKILL.
+            eventLoop.scheduleTask(in: .nanoseconds(settings.stopTimeout)) { [self] in
+                guard !finished else { return }
+                let id = machine.sessionID.map { "\($0)" } ?? "?"
+                let buffer = machine.buffer
+                let unconfirmed = (buffer?.unacknowledgedCount ?? 0) + (buffer?.pendingSampleCount ?? 0)
+                failure = AgentRuntimeError(
+                    "stop: the server did not confirm session \(id) within \(settings.stopTimeout / 1_000_000_000) s; "
+                    + "exiting with \(unconfirmed) sample(s) not acknowledged (the server may hold some of them; `recordctl recover` finishes its file)")
+                finish()
+            }
         }
     }
 
@@ -331,7 +347,7 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                     break
                 }
             }
-            eventLoop.execute { [self, problem] in
+            eventLoop.execute { [self, problem, built] in
                 building = false
                 if let error = problem {
                     logger.error("cannot start capture: \(error)")

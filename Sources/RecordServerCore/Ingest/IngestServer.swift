@@ -42,21 +42,27 @@ public struct IngestServer: Sendable {
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            // tcpOption (IPPROTO_TCP), not socketOption: at SOL_SOCKET the same number is
-            // SO_DEBUG, which only root may set — as the unit's user every accept failed.
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            // Nothing about one accepted connection may end the accept loop. NIO's
+            // AcceptBackoffHandler already absorbs accept errors (EMFILE, ENFILE, ENOBUFS).
+            // But a failing *child channel option* is fired into the server channel's stream
+            // and finishes it, which stops all ingest: that is how a wrong option (SO_DEBUG,
+            // root only) once took the server down. So no child options are set here. The
+            // per-connection setup below runs as the stream's read transformation, whose
+            // failure NIO drops; it closes that one connection and logs it.
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    if let sslContext { try sync.addHandler(NIOSSLServerHandler(context: sslContext)) }
-                    try sync.addHandler(ReadBatchingHandler(delay: readDelay))
-                    try sync.addHandler(IdleStateHandler(readTimeout: TimeAmount.nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000)))
-                    try sync.addHandler(IdleTimeoutHandler())
-                    try sync.addHandler(MessageBatchDecoderHandler(limits: limits))
-                    try sync.addHandler(MessageEncoderHandler())
-                    return try NIOAsyncChannel<[Message], Message>(
-                        wrappingChannelSynchronously: channel,
-                        configuration: .init(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8)))
+                    do {
+                        try Self.configure(channel, sslContext: sslContext, readDelay: readDelay, idleTimeout: idleTimeout, limits: limits)
+                        return try NIOAsyncChannel<[Message], Message>(
+                            wrappingChannelSynchronously: channel,
+                            configuration: .init(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8)))
+                    } catch {
+                        logger.warning("cannot set up an accepted connection; closed it", metadata: [
+                            "peer": "\(channel.remoteAddress.map { "\($0)" } ?? "?")", "error": "\(error)"])
+                        metrics.connectionRefused(reason: "setup")
+                        channel.close(promise: nil)
+                        throw error
+                    }
                 }
             }
         onBound(server.channel.localAddress?.port ?? port)
@@ -72,5 +78,20 @@ public struct IngestServer: Sendable {
                 }
             }
         }
+    }
+
+    /// One accepted connection's pipeline: TLS, read batching, idle timeout, the framed codec.
+    static func configure(_ channel: any Channel, sslContext: NIOSSLContext?, readDelay: TimeAmount,
+                          idleTimeout: Duration, limits: ProtocolLimits) throws {
+        let sync = channel.pipeline.syncOperations
+        // Small acks and heartbeat replies go out at once. IPPROTO_TCP level, not SOL_SOCKET:
+        // there the same number is SO_DEBUG.
+        try channel.syncOptions?.setOption(.tcpOption(.tcp_nodelay), value: 1)
+        if let sslContext { try sync.addHandler(NIOSSLServerHandler(context: sslContext)) }
+        try sync.addHandler(ReadBatchingHandler(delay: readDelay))
+        try sync.addHandler(IdleStateHandler(readTimeout: TimeAmount.nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000)))
+        try sync.addHandler(IdleTimeoutHandler())
+        try sync.addHandler(MessageBatchDecoderHandler(limits: limits))
+        try sync.addHandler(MessageEncoderHandler())
     }
 }

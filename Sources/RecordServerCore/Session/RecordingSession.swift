@@ -11,6 +11,9 @@ actor RecordingSession {
         /// The agent went away; the session waits for a resume until `deadline`.
         case detached(deadline: ContinuousClock.Instant)
         case finished(RecordingStatus)
+        /// The server is shutting down: stopped without finalizing, left for the agent to
+        /// resume after the restart (the catalog still says `recording`).
+        case suspended
     }
 
     nonisolated let id: SessionID
@@ -55,7 +58,13 @@ actor RecordingSession {
         })
     }
 
-    var isFinished: Bool { if case .finished = phase { true } else { false } }
+    /// Over in this process: finalized, cancelled, failed, or suspended for a restart.
+    var isFinished: Bool {
+        switch phase {
+        case .finished, .suspended: true
+        case .attached, .detached: false
+        }
+    }
 
     /// What the connection's validator needs to continue this session after a resume.
     var resumePoint: SessionValidator.ResumePoint {
@@ -193,7 +202,22 @@ actor RecordingSession {
         logger.notice("session cancelled; recording discarded", metadata: ["reason": "\(reason)"])
     }
 
-    /// The resume window passed (or the server is shutting down): finalize what is there.
+    /// Graceful server shutdown: stop as a crash would, but cleanly. The file keeps every
+    /// durable fragment and the catalog keeps the session as `recording`. After the restart,
+    /// the server finds it unfinished and waits one resume window for the agent, which
+    /// resends everything past the ack point into the same file. If the agent does not come
+    /// back, the server finalizes the file by recovery. A graceful restart therefore loses
+    /// no sample, as a `kill -9` does not either.
+    func suspend() {
+        guard !isFinished else { return }
+        muxer.suspend()
+        phase = .suspended
+        persistTracks()
+        logger.notice("session suspended for the server restart; the agent can resume it into the same file",
+                      metadata: ["acknowledged": "\(acknowledged)"])
+    }
+
+    /// The resume window passed: finalize what is there.
     func expire(as status: RecordingStatus = .interrupted) {
         guard !isFinished else { return }
         finalize(as: status, reason: status == .interrupted ? "agent did not resume within \(settings.resumeWindow)" : nil)
@@ -212,6 +236,7 @@ actor RecordingSession {
         case .attached: state = "recording"
         case .detached: state = "detached"
         case .finished(let s): state = s.rawValue
+        case .suspended: state = "suspended"
         }
         let newest = tracks.values.compactMap(\.lastPTS).max() ?? 0
         let live = tracks.values.sorted { $0.trackID < $1.trackID }.map { t in

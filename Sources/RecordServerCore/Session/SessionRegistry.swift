@@ -214,14 +214,16 @@ public actor SessionRegistry {
             "session": "\(record.id)", "files": "\(finalized)", "failures": "\(failures)"])
     }
 
-    /// Graceful shutdown: refuse new sessions, finalize every live one.
+    /// Graceful shutdown: refuse new sessions, tell the agents to resume later, and suspend
+    /// every live session (``RecordingSession/suspend()``) so that they resume into the same
+    /// files after the restart. A session its agent closed already is finalized as usual.
     public func shutdown() async {
         isShuttingDown = true
         for link in agents.values {
             await link.send(.error(ErrorReport(code: .shuttingDown, scope: .connection, message: "the server is shutting down; resume later")))
         }
         for (id, session) in sessions {
-            await session.expire(as: .interrupted)
+            await session.suspend()
             sessions[id] = nil
         }
     }

@@ -7,7 +7,11 @@
 /// - An I/O error (a full disk) moves it to `.failed`; what was written stays recoverable.
 /// - `cancel()` deletes the output, as the seed's `cancelWriting` does.
 public final class MP4Muxer {
-    public enum Status: String, Sendable { case idle, running, completed, failed, cancelled }
+    public enum Status: String, Sendable {
+        case idle, running, completed, failed, cancelled
+        /// Stopped without finalizing, for a later ``resume(configuration:)`` (graceful server restart).
+        case suspended
+    }
 
     public let configuration: MuxerConfiguration
     public private(set) var status: Status = .idle
@@ -163,6 +167,20 @@ public final class MP4Muxer {
         }
         status = .completed
         return RecordingSummary(segments: completed, stalledTracks: everStalled, events: events)
+    }
+
+    /// Stops without finalizing, as a crash would but cleanly: the files are closed as they
+    /// are on disk. Every durable fragment stays intact, so a later
+    /// ``resume(configuration:)`` continues them and ``MP4Recovery`` can finish them.
+    /// Samples still queued for interleaving are dropped. They are past the durable point,
+    /// so they were never acknowledged, and the sender still holds them to send again.
+    public func suspend() {
+        guard status == .running else { return }
+        draining?.close()
+        current?.close()
+        draining = nil
+        current = nil
+        status = .suspended
     }
 
     /// Stops and deletes every file of this recording.
