@@ -58,7 +58,8 @@ public struct LiveSessionInfo: Codable, Sendable, Equatable {
     public var id: String
     public var agentID: String
     public var labels: [String: String]
-    /// "recording", "detached" (waiting for a resume), "finalizing".
+    /// "recording", "detached" (waiting for a resume), "finalizing", or "suspended" (left
+    /// unfinished by the previous server process, waiting for its agent).
     public var state: String
     public var startedAt: Date
     public var path: String

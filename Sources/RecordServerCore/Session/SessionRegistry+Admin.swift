@@ -16,7 +16,21 @@ extension SessionRegistry: AdminBackend {
     public func liveSessions() async -> [LiveSessionInfo] {
         var result: [LiveSessionInfo] = []
         for session in allSessions() { result.append(await session.snapshot()) }
+        result += dormantSessions().map(dormantSnapshot)
         return result.sorted { $0.startedAt < $1.startedAt }
+    }
+
+    /// A session left unfinished by the previous server process (stopped or crashed), waiting
+    /// for its agent: what the catalog knows, as state `suspended`.
+    private func dormantSnapshot(_ record: SessionRecord) -> LiveSessionInfo {
+        let recordings = (try? catalog.recordings(sessionID: record.id)) ?? []
+        let path = recordings.last { $0.status == .recording }?.path ?? recordings.last?.path ?? record.directory
+        let tracks = ((try? catalog.tracks(sessionID: record.id)) ?? []).map { t in
+            LiveTrackInfo(trackID: t.trackID, label: t.label, kind: t.kind, codec: t.codec, status: t.status, samples: t.samples,
+                          bytes: t.bytes, dropped: t.dropped, fps: 0, bitrate: 0, lagSeconds: 0)
+        }
+        return LiveSessionInfo(id: record.id, agentID: record.agentID, labels: record.labels, state: "suspended",
+                               startedAt: record.createdAt, path: path, lastAck: 0, tracks: tracks)
     }
 
     public func startSession(agentID: String, labels: [String: String]) async throws(AdminError) {
@@ -30,6 +44,11 @@ extension SessionRegistry: AdminBackend {
     }
 
     public func stopSession(id: String) async throws(AdminError) {
+        if let record = takeDormant(id) {
+            // Nobody to ask: finish the file now, as the end of the resume window would.
+            recoverDormant(record)
+            return
+        }
         let session = try liveSession(id)
         guard let link = agentLink(session.agentID) else {
             await session.expire(as: .completed)
@@ -39,6 +58,10 @@ extension SessionRegistry: AdminBackend {
     }
 
     public func cancelSession(id: String) async throws(AdminError) {
+        if let record = takeDormant(id) {
+            discardDormant(record, reason: "cancelled by an operator")
+            return
+        }
         let session = try liveSession(id)
         if let link = agentLink(session.agentID) {
             await link.send(.cancelSession(CancelSession(sessionID: session.id, reason: "cancelled by an operator")))

@@ -187,7 +187,28 @@ public actor SessionRegistry {
         }
     }
 
-    private func recoverDormant(_ record: SessionRecord) {
+    /// The unfinished sessions from before the restart that still wait for their agents.
+    func dormantSessions() -> [SessionRecord] { dormant.values.map(\.record) }
+
+    /// Removes a waiting session from the registry (an operator acts on it); nil when none.
+    func takeDormant(_ id: String) -> SessionRecord? {
+        guard let sid = try? SessionID(validating: id) else { return nil }
+        return dormant.removeValue(forKey: sid)?.record
+    }
+
+    /// An operator cancelled a waiting session: its files are deleted, as a live cancel does.
+    func discardDormant(_ record: SessionRecord, reason: String) {
+        for recording in (try? catalog.recordings(sessionID: record.id)) ?? [] {
+            try? FileManager.default.removeItem(atPath: recording.path)
+            try? catalog.deleteRecording(id: recording.id)
+        }
+        try? FileManager.default.removeItem(atPath: record.directory)
+        try? catalog.updateSession(id: record.id, status: .cancelled, endedAt: Date(), error: reason)
+        metrics.sessionEnded(outcome: .cancelled)
+        logger.notice("waiting session cancelled; recording discarded", metadata: ["session": "\(record.id)", "reason": "\(reason)"])
+    }
+
+    func recoverDormant(_ record: SessionRecord) {
         var finalized: [String] = []
         var failures: [String] = []
         for recording in (try? catalog.recordings(sessionID: record.id)) ?? [] where recording.status == .recording {
