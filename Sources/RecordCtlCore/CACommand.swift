@@ -93,7 +93,7 @@ struct CACommand: ParsableCommand {
             var list = try RevocationList.load(path: path)
             try list.revoke(serial: serial, agentID: agent)
             try list.save(path: path)
-            print("revoked \(agent) (serial \(serial)) in \(path); point record-server --revocation-list at it and restart it")
+            print("revoked \(agent) (serial \(serial)) in \(path); copy it to the server's tls.revocationList (re-read on change, no restart)")
         }
     }
 }

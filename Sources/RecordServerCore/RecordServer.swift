@@ -38,16 +38,13 @@ public final class RecordServer: Sendable {
                                                caPEMPath: configuration.tls.caCertificate,
                                                requireClientCertificate: configuration.tls.requireClientCertificate)
         }
-        var revoked: Set<String> = []
-        if let path = configuration.tls.revocationList {
-            revoked = Set(try RevocationList.load(path: path).entries.map { $0.serial.lowercased() })
-        }
+        let revocationFile = try configuration.tls.revocationList.map { path throws in try RevocationFile(path: path, logger: logger) }
         var tokens: [String: String] = [:]
         if let path = configuration.bearerTokens {
             tokens = try JSONDecoder().decode([String: String].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
         }
         let authenticator = AgentAuthenticator(requireClientCertificate: configuration.tls.requireClientCertificate,
-                                               bearerTokens: tokens, revokedSerials: revoked, insecurePlaintext: configuration.insecurePlaintext)
+                                               bearerTokens: tokens, revocationFile: revocationFile, insecurePlaintext: configuration.insecurePlaintext)
         ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator,
                               readCoalescing: .milliseconds(configuration.readCoalescingMillis))
 

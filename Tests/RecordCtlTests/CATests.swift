@@ -50,7 +50,7 @@ struct CATests {
         }
     }
 
-    @Test("certificates from `recordctl ca` are accepted; revoked and expired agents are refused")
+    @Test("certificates from `recordctl ca` are accepted; revoked (also while running) and expired agents are refused")
     func caLifecycle() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -89,6 +89,15 @@ struct CATests {
         // notAfter second: wait until that has passed (a faster handshake once raced it).
         try await Task.sleep(for: .seconds(2))
         #expect(try await hello("cam-expired") == .handshakeFailed)
+        // A revocation while the server runs takes effect at the next connection: the server
+        // re-reads the file when it changes, no restart.
+        let revoke = try recordctl(["ca", "revoke", "--ca-dir", ca, dir + "/cam-ok.pem"])
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        #expect(try await hello("cam-ok") == .refused(.authenticationFailed))
+        // A broken file does not lift revocations: the previous list stays in force.
+        try Data("{ not json".utf8).write(to: URL(fileURLWithPath: ca + "/" + RevocationList.fileName))
+        #expect(try await hello("cam-ok") == .refused(.authenticationFailed))
+        #expect(try await hello("cam-revoked") == .refused(.authenticationFailed))
         await running.stop()
     }
 }

@@ -10,16 +10,19 @@ public struct AgentAuthenticator: Sendable {
     public var requireClientCertificate: Bool
     /// token → agent id, for deployments without client certificates.
     public var bearerTokens: [String: String]
-    /// Serial numbers (hex) of revoked agent certificates.
+    /// Serial numbers (hex) of revoked agent certificates, fixed.
     public var revokedSerials: Set<String>
+    /// The revocation list file, re-read when it changes (`tls.revocationList`).
+    public var revocationFile: RevocationFile?
     /// Development only: no TLS at all; the agent's claimed id is believed.
     public var insecurePlaintext: Bool
 
     public init(requireClientCertificate: Bool = true, bearerTokens: [String: String] = [:], revokedSerials: Set<String> = [],
-                insecurePlaintext: Bool = false) {
+                revocationFile: RevocationFile? = nil, insecurePlaintext: Bool = false) {
         self.requireClientCertificate = requireClientCertificate
         self.bearerTokens = bearerTokens
         self.revokedSerials = revokedSerials
+        self.revocationFile = revocationFile
         self.insecurePlaintext = insecurePlaintext
     }
 
@@ -28,7 +31,8 @@ public struct AgentAuthenticator: Sendable {
         let claimed = hello.agentID.value
         if let certificate = peerCertificate {
             let serial = PeerIdentity.serialNumber(of: certificate)
-            guard !revokedSerials.contains(serial.lowercased()) else {
+            let revoked = revokedSerials.contains(serial.lowercased()) || revocationFile?.serials().contains(serial.lowercased()) == true
+            guard !revoked else {
                 throw ProtocolError(.authenticationFailed, "the certificate of agent \(claimed) (serial \(serial)) is revoked")
             }
             let identity: String
