@@ -228,6 +228,43 @@ struct RemoteControlTests {
     }
 }
 
+extension RemoteControlTests {
+    /// `~/.config/recordctl/config.json` (or `--config`, `$RECORDCTL_CONFIG`) gives the server
+    /// and the token file; flags and the environment win over it; a named file that is missing
+    /// or malformed is a usage error (exit 2) that says what is expected.
+    @Test func theConfigFileGivesServerAndTokenAndFlagsWin() async throws {
+        let fixture = try ServerWithAgent()
+        try await fixture.start()
+        let home = fixture.directory + "/home"
+        try FileManager.default.createDirectory(atPath: home + "/.config/recordctl", withIntermediateDirectories: true)
+        let settings = #"{"server": "\#(fixture.adminURL)", "tokenFile": "\#(fixture.tokenFile)"}"#
+        try settings.write(toFile: home + "/.config/recordctl/config.json", atomically: true, encoding: .utf8)
+
+        let fromDefaultFile = try recordctl(["agents"], environment: ["HOME": home])
+        #expect(fromDefaultFile.status == 0, "\(fromDefaultFile.output)")
+        #expect(fromDefaultFile.stdout.contains("no agents connected"))
+
+        // The flag wins over the file: nothing listens on port 9 of loopback.
+        let flagWins = try recordctl(["agents", "--server", "http://127.0.0.1:9"], environment: ["HOME": home])
+        #expect(flagWins.status == 3, "\(flagWins.output)")
+        #expect(flagWins.stderr.contains("cannot reach record-server at http://127.0.0.1:9"), "\(flagWins.stderr)")
+
+        let explicit = fixture.directory + "/other.json"
+        try settings.write(toFile: explicit, atomically: true, encoding: .utf8)
+        let viaEnvironment = try recordctl(["sessions"], environment: ["HOME": "/nonexistent", "RECORDCTL_CONFIG": explicit])
+        #expect(viaEnvironment.status == 0, "\(viaEnvironment.output)")
+
+        let missing = try recordctl(["agents", "--config", fixture.directory + "/absent.json"])
+        #expect(missing.status == 2, "\(missing.output)")
+        #expect(missing.stderr.contains("absent.json does not exist"), "\(missing.stderr)")
+        try "{ server: nope".write(toFile: explicit, atomically: true, encoding: .utf8)
+        let malformed = try recordctl(["agents", "--config", explicit])
+        #expect(malformed.status == 2, "\(malformed.output)")
+        #expect(malformed.stderr.contains(#"expected {"server": "http://HOST:PORT", "tokenFile": "PATH"}"#), "\(malformed.stderr)")
+        await fixture.stop()
+    }
+}
+
 /// `recordctl inspect --json` against ffprobe on the same file.
 enum InspectAgreesWithFFprobe {
     static func check(_ file: String) throws {
