@@ -69,8 +69,8 @@ public final class RecordServer: Sendable {
         }
     }
 
-    /// Runs until SIGTERM/SIGINT, then stops accepting, tells agents, finalizes every session
-    /// and exits within `shutdownGraceSeconds`.
+    /// Runs until SIGTERM/SIGINT, then stops accepting, tells agents to resume later, suspends
+    /// every live session (resumable after the restart) and exits within `shutdownGraceSeconds`.
     public func run() async throws {
         let group = ServiceGroup(configuration: serviceGroupConfiguration(signals: [.sigterm, .sigint]))
         try await group.run()
@@ -102,7 +102,7 @@ public final class RecordServer: Sendable {
             .init(service: IngestService(ingest: ingest, registry: registry, metrics: metrics, logger: logger, ports: ports)),
         ]
         if let admin { services.append(.init(service: admin.makeApplication())) }
-        // Graceful shutdown runs in reverse order: housekeeping first finalizes every session
+        // Graceful shutdown runs in reverse order: housekeeping first suspends every session
         // while the listeners still run, then the admin API and the ingest listener close.
         services.append(.init(service: Housekeeping(registry: registry, catalog: catalog, storage: storage,
                                                     retention: RetentionPolicy(maxAge: configuration.retention.maxAgeDays.map { $0 * 86400 },
@@ -171,7 +171,7 @@ struct Housekeeping: Service {
                 try? await Task.sleep(for: .seconds(1))
             }
         } onGracefulShutdown: {
-            logger.notice("shutting down: finalizing every live session")
+            logger.notice("shutting down: suspending every live session for its agent to resume after the restart")
         }
         await registry.shutdown()
     }

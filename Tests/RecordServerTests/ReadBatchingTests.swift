@@ -15,11 +15,15 @@ private final class ReadCounter: ChannelOutboundHandler {
 }
 
 @Suite struct ReadBatchingTests {
-    private func makeChannel(delay: TimeAmount = .milliseconds(100), busy: Int = 1000) throws -> (EmbeddedChannel, ReadCounter) {
+    /// - Parameter streaming: send `ReadBatchingHandler.Start` first, as a connection does once
+    ///   its session streams.
+    private func makeChannel(delay: TimeAmount = .milliseconds(100), busy: Int = 1000,
+                             streaming: Bool = true) throws -> (EmbeddedChannel, ReadCounter) {
         let counter = ReadCounter()
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandler(counter)
         try channel.pipeline.syncOperations.addHandler(ReadBatchingHandler(delay: delay, busyCycleBytes: busy))
+        if streaming { try channel.triggerUserOutboundEvent(ReadBatchingHandler.Start()).wait() }
         return (channel, counter)
     }
 
@@ -31,7 +35,7 @@ private final class ReadCounter: ChannelOutboundHandler {
     }
 
     @Test func readsAtOnceUntilASessionStreams() throws {
-        let (channel, counter) = try makeChannel()
+        let (channel, counter) = try makeChannel(streaming: false)
         try cycle(channel, bytes: 10)
         channel.read()
         #expect(counter.reads == 1)
@@ -39,7 +43,6 @@ private final class ReadCounter: ChannelOutboundHandler {
 
     @Test func aTricklingConnectionIsReadAfterTheDelay() throws {
         let (channel, counter) = try makeChannel()
-        try channel.triggerUserOutboundEvent(ReadBatchingHandler.Start()).wait()
         try cycle(channel, bytes: 10)
         channel.read()
         channel.read()  // a second request while one waits adds nothing
@@ -52,7 +55,6 @@ private final class ReadCounter: ChannelOutboundHandler {
 
     @Test func aBusyConnectionIsReadAtOnce() throws {
         let (channel, counter) = try makeChannel(busy: 1000)
-        try channel.triggerUserOutboundEvent(ReadBatchingHandler.Start()).wait()
         // Two reads in one cycle add up to the busy threshold.
         try cycle(channel, bytes: 600, 400)
         channel.read()
@@ -67,7 +69,6 @@ private final class ReadCounter: ChannelOutboundHandler {
 
     @Test func aZeroDelayNeverWaits() throws {
         let (channel, counter) = try makeChannel(delay: .zero)
-        try channel.triggerUserOutboundEvent(ReadBatchingHandler.Start()).wait()
         try cycle(channel, bytes: 1)
         channel.read()
         #expect(counter.reads == 1)
@@ -75,7 +76,6 @@ private final class ReadCounter: ChannelOutboundHandler {
 
     @Test func closingCancelsTheWaitingRead() throws {
         let (channel, counter) = try makeChannel()
-        try channel.triggerUserOutboundEvent(ReadBatchingHandler.Start()).wait()
         try cycle(channel, bytes: 10)
         channel.read()
         channel.pipeline.fireChannelInactive()
@@ -84,7 +84,7 @@ private final class ReadCounter: ChannelOutboundHandler {
     }
 
     @Test func otherOutboundEventsPassThrough() throws {
-        let (channel, _) = try makeChannel()
+        let (channel, _) = try makeChannel(streaming: false)
         struct Other: Sendable {}
         // EmbeddedChannel's head refuses the user events that reach it: this one got there.
         #expect(throws: ChannelError.operationUnsupported) { try channel.triggerUserOutboundEvent(Other()).wait() }
