@@ -82,6 +82,10 @@ extension ProtocolError {
         public static let unknownSession = Code(rawValue: 0x0037)
         public static let sessionBusy = Code(rawValue: 0x0038)
         public static let finalSequenceMismatch = Code(rawValue: 0x0039)
+        /// A Sample's timestamps are outside the bounds of §6.12.
+        public static let timestampOutOfRange = Code(rawValue: 0x003A)
+        /// The server could not store a sample's content (§6.12, §8): the session ends before it.
+        public static let sampleRefused = Code(rawValue: 0x003B)
 
         // Operational (sent by the server).
         public static let internalError = Code(rawValue: 0x0040)
@@ -89,6 +93,10 @@ extension ProtocolError {
         public static let resourceExhausted = Code(rawValue: 0x0042)
         public static let shuttingDown = Code(rawValue: 0x0043)
         public static let idleTimeout = Code(rawValue: 0x0044)
+        /// A frame did not complete within its deadline (§7.4, §9).
+        public static let frameTooSlow = Code(rawValue: 0x0045)
+        /// The server's budget for partly received frames is used up (§9); retry later.
+        public static let budgetExhausted = Code(rawValue: 0x0046)
 
         /// Every code defined by this version, in wire order.
         public static let allDefined: [Code] = [
@@ -99,8 +107,9 @@ extension ProtocolError {
             .handshakeRequired, .unexpectedMessage, .noCommonVersion, .authenticationFailed,
             .sessionAlreadyOpen, .noOpenSession, .sessionMismatch, .unknownTrack,
             .nonMonotonicSequence, .sequenceGap, .trackEnded, .unknownSession, .sessionBusy,
-            .finalSequenceMismatch,
+            .finalSequenceMismatch, .timestampOutOfRange, .sampleRefused,
             .internalError, .storageFailure, .resourceExhausted, .shuttingDown, .idleTimeout,
+            .frameTooSlow, .budgetExhausted,
         ]
 
         /// The scope an error with this code has unless the sender says otherwise.
@@ -109,7 +118,8 @@ extension ProtocolError {
         public var defaultScope: Scope {
             switch self {
             case .unknownTrack, .nonMonotonicSequence, .sequenceGap, .trackEnded, .unknownSession,
-                .sessionBusy, .finalSequenceMismatch, .storageFailure, .resourceExhausted:
+                .sessionBusy, .finalSequenceMismatch, .timestampOutOfRange, .sampleRefused,
+                .storageFailure, .resourceExhausted:
                 return .session
             default:
                 return .connection
@@ -129,8 +139,10 @@ extension ProtocolError {
                 0x0031: "noOpenSession", 0x0032: "sessionMismatch", 0x0033: "unknownTrack",
                 0x0034: "nonMonotonicSequence", 0x0035: "sequenceGap", 0x0036: "trackEnded",
                 0x0037: "unknownSession", 0x0038: "sessionBusy", 0x0039: "finalSequenceMismatch",
+                0x003A: "timestampOutOfRange", 0x003B: "sampleRefused",
                 0x0040: "internalError", 0x0041: "storageFailure", 0x0042: "resourceExhausted",
-                0x0043: "shuttingDown", 0x0044: "idleTimeout",
+                0x0043: "shuttingDown", 0x0044: "idleTimeout", 0x0045: "frameTooSlow",
+                0x0046: "budgetExhausted",
             ]
             let hex = String(rawValue, radix: 16, uppercase: true)
             let padded = String(repeating: "0", count: max(0, 4 - hex.count)) + hex
