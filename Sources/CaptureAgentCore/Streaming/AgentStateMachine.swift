@@ -107,6 +107,11 @@ public struct AgentStateMachine: Sendable {
 
     /// Last heartbeat measurement (protocol.md §6.4): round trip and how far the
     /// server's clock is ahead of ours, nanoseconds.
+    /// Samples the server refused to store (`sampleRefused`, protocol.md §6.12): each ended
+    /// its session before it.
+    public private(set) var samplesRefused = 0
+    /// The session the server ended with a session-scoped error; its `SessionClosed` follows.
+    private var endedByServer: SessionID?
     public private(set) var lastRoundTrip: Int64?
     public private(set) var lastClockOffset: Int64?
 
@@ -241,6 +246,10 @@ public struct AgentStateMachine: Sendable {
             // server has promised is durable; one line per fragment, about one a second.
             return [.log(.trace, "session \(s.id) acknowledged through sequence \(ack.sequence)")]
         case .sessionClosed(let closed):
+            if endedByServer == closed.sessionID, session?.id != closed.sessionID {
+                endedByServer = nil
+                return [.log(.notice, "server closed session \(closed.sessionID) after its error: samples 1...\(closed.durableSequence) are stored, none after")]
+            }
             guard let s = session, s.id == closed.sessionID else {
                 return [.log(.warning, "SessionClosed for unknown session \(closed.sessionID)")]
             }
@@ -288,7 +297,9 @@ public struct AgentStateMachine: Sendable {
                     send(.sessionOpen(SessionOpen(sessionID: s.id, labels: s.labels, tracks: s.tracks)), now)]
         }
         session = nil
+        endedByServer = s.id
         let lost = s.buffer.lastSequence - s.buffer.acknowledged
+        if report.code == .sampleRefused { samplesRefused += 1 }
         return [
             .log(.error, "server ended session \(s.id): \(report.code) \(report.message); \(lost) unacknowledged samples cannot be delivered"),
             .sessionFailed(s.id, report),
