@@ -112,8 +112,11 @@ public actor SessionRegistry {
                                                                            baseName: location.baseName, creationTime: Int64(now.timeIntervalSince1970)))
             try muxer.start()
         } catch let error as MuxerError where error.code == .invalidConfiguration {
+            // Nothing was recorded: leave nothing behind (the sidecar was written first).
+            try? FileManager.default.removeItem(atPath: location.directory)
             throw ProtocolError(.invalidCodecConfig, error.message)
         } catch {
+            try? FileManager.default.removeItem(atPath: location.directory)
             throw ProtocolError(.storageFailure, "cannot start the recording: \(error.message)")
         }
         let labels = Dictionary(open.labels.map { ($0.key.value, $0.value) }, uniquingKeysWith: { a, _ in a })
