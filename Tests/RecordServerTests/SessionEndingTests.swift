@@ -105,6 +105,24 @@ struct SessionEndingTests {
         await fixture.stop()
     }
 
+    @Test("an agent refusing a StartSession while it records (sessionAlreadyOpen) ends nothing: its session completes with every sample")
+    func refusingAStartEndsNothing() async throws {
+        let fixture = try ServerFixture()
+        let port = try await fixture.start()
+        let content = try SessionContent.make(sessionID: "s-busy", seconds: 2)
+        let agent = try await fixture.connectAgent("agent-1", port: port)
+        _ = try await agent.open(content.open)
+        for sample in content.samples.prefix(30) { try await agent.send(.sample(sample)) }
+        try await agent.send(.error(ErrorReport(code: .sessionAlreadyOpen, scope: .session, message: "session s-busy is still recording")))
+        for sample in content.samples.dropFirst(30) { try await agent.send(.sample(sample)) }
+        let closed = try await agent.close("s-busy", finalSequence: UInt64(content.samples.count))
+        #expect(closed.durableSequence == UInt64(content.samples.count))
+        #expect(try fixture.catalog().session(id: "s-busy")?.status == .completed)
+        try IngestTests().assertFile(try #require(try fixture.recordings(session: "s-busy").first).path, content: content)
+        await agent.disconnect()
+        await fixture.stop()
+    }
+
     @Test("sessions opened and dropped before their first sample hold no slot and leave no directory or catalog row")
     func emptySessionsLeaveNothing() async throws {
         let fixture = try ServerFixture(resumeWindowSeconds: 600)

@@ -187,8 +187,14 @@ public struct SessionValidator: Sendable {
         case .heartbeat, .heartbeatReply:
             return .accept
         case .error(let report):
-            // The agent reports a problem; it ends what its scope says.
-            if report.scope == .connection { state = .failed(report.error) } else { state = .established(.none) }
+            // The agent reports a problem; it ends what its scope says (protocol.md §6.5),
+            // except its refusal of a StartSession while it records (`sessionAlreadyOpen`),
+            // which ends nothing: the session it records goes on.
+            if report.scope == .connection {
+                state = .failed(report.error)
+            } else if report.code != .sessionAlreadyOpen {
+                sessionEnded()
+            }
             return .accept
         case .sessionOpen(let open):
             guard session.isIdle else { throw alreadyOpen(session) }
