@@ -1,4 +1,5 @@
 import Foundation
+import Shared
 import Testing
 
 /// `verify`, `inspect` and `recover` on files made by the muxer (`recordctl demo`).
@@ -123,5 +124,18 @@ struct FileToolTests {
             }
             return nil
         }
+    }
+
+    @Test func recoverRefusesAFileOfADataDirectoryARunningServerHolds() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = try Self.demoRecording(in: directory)
+        // What a running record-server holds on its data directory (here, this process).
+        let lock = try DataDirectoryLock(dataDirectory: directory)
+        let refused = try recordctl(["recover", file])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("running record-server (pid \(getpid()))"), "\(refused.output)")
+        lock.release()
+        #expect(try recordctl(["recover", file]).status == 0, "with the server gone, recover works")
     }
 }
