@@ -268,8 +268,9 @@ struct StartCommand: ParsableCommand {
         let client = try connection.client()
         let before = wait > 0 ? Set(try Self.sessionIDs(client, agent: agent)) : []
         let response = try client.send("POST", "/v1/sessions", body: ["agent": agent, "labels": try parsedLabels()])
-        var sessionID: String?
-        if wait > 0 {
+        // The server answers with the new session's id once the agent opened it (201).
+        var sessionID = (try? response.object())?["session_id"] as? String
+        if wait > 0, sessionID == nil {
             let deadline = Date().addingTimeInterval(wait)
             while sessionID == nil {
                 sessionID = try Self.sessionIDs(client, agent: agent).first { !before.contains($0) }

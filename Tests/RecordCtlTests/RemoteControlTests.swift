@@ -43,7 +43,7 @@ struct RemoteControlTests {
                                     environment: env)
         #expect(started.status == 0, "\(started.output)")
         let startJSON = try started.json()
-        #expect(startJSON["status"] as? String == "accepted")
+        #expect(startJSON["status"] as? String == "started", "201: the agent opened the session within the server's wait")
         #expect(startJSON["agent_id"] as? String == "cam-1")
         let sessionID = try #require(startJSON["session_id"] as? String)
         let live = try eventually("the session to have samples") { () -> [String: Any]? in

@@ -38,6 +38,11 @@ public actor SessionRegistry {
     private var dormant: [SessionID: DormantSession] = [:]
     private var agents: [String: AgentLink] = [:]
     private var nextConnection: UInt64 = 1
+    /// Admin starts waiting for their agent to open the session (keyed by a token per wait).
+    private var startWaiters: [UInt64: (agentID: String, continuation: CheckedContinuation<String?, Never>)] = [:]
+    private var nextWaiter: UInt64 = 0
+    /// How long an admin start waits for the agent's SessionOpen before answering without an id.
+    static let startWait = Duration.seconds(10)
     public private(set) var isShuttingDown = false
 
     public init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
@@ -126,6 +131,7 @@ public actor SessionRegistry {
                                        muxer: muxer, acknowledged: 0, connection: connection, catalog: catalog, settings: settings,
                                        metrics: metrics, logger: logger)
         sessions[open.sessionID] = session
+        for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: open.sessionID.value) }
         metrics.sessionStarted()
         logger.info("session opened", metadata: ["session": "\(open.sessionID)", "agent": "\(agentID)", "tracks": "\(open.tracks.map(\.label))",
                                                   "directory": "\(location.directory)"])
@@ -164,6 +170,33 @@ public actor SessionRegistry {
             "session": "\(id)", "file": "\(report.path)", "samples_in_file": "\(report.samplesInFile)",
             "acknowledged": "\(report.durableThroughSequence)", "torn_bytes_discarded": "\(report.bytesDiscarded)"])
         return (session, await session.resumePoint)
+    }
+
+    /// The session `agentID` records now (live or waiting for a resume), if any.
+    func runningSessionID(of agentID: String) async -> String? {
+        for session in sessions.values where session.agentID == agentID {
+            if await !session.isFinished { return session.id.value }
+        }
+        return dormant.values.first { $0.record.agentID == agentID }?.record.id
+    }
+
+    /// Runs `send` (a StartSession to `agentID`) and returns the id of the next session that
+    /// agent opens, or nil after ``startWait``.
+    func awaitingNextSession(of agentID: String, send: @escaping @Sendable () async -> Void) async -> String? {
+        nextWaiter += 1
+        let token = nextWaiter
+        return await withCheckedContinuation { continuation in
+            startWaiters[token] = (agentID, continuation)
+            Task {
+                await send()
+                try? await Task.sleep(for: Self.startWait)
+                self.resolveStartWaiter(token, with: nil)
+            }
+        }
+    }
+
+    private func resolveStartWaiter(_ token: UInt64, with sessionID: String?) {
+        startWaiters.removeValue(forKey: token)?.continuation.resume(returning: sessionID)
     }
 
     func sessionEnded(_ session: RecordingSession) {
