@@ -97,6 +97,11 @@ extension SessionRegistry: AdminBackend {
         } catch {
             throw AdminError(.unavailable, "could not delete \(record.path): \(error)")
         }
+        // The session's last file gone: its directory (with the session.mcrp sidecar) goes too.
+        if (try? catalog.recordings(sessionID: record.sessionID))?.isEmpty == true,
+           let session = try? catalog.session(id: record.sessionID) {
+            try? FileManager.default.removeItem(atPath: session.directory)
+        }
     }
 
     private func liveSession(_ id: String) throws(AdminError) -> RecordingSession {
