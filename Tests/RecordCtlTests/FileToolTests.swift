@@ -138,4 +138,16 @@ struct FileToolTests {
         lock.release()
         #expect(try recordctl(["recover", file]).status == 0, "with the server gone, recover works")
     }
+
+    @Test func inspectRefusesAFileThatIsNotMP4() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let matroska = directory + "/clip.mkv"
+        let made = try runProcess("/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5:duration=1",
+                                                      "-c:v", "libx264", matroska])
+        try #require(made.status == 0, "\(made.output)")
+        let result = try recordctl(["inspect", matroska])
+        #expect(result.status == 1, "\(result.output)")
+        #expect(result.stderr.contains("not an MP4 file"), "\(result.stderr)")
+    }
 }
