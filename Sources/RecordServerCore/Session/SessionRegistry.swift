@@ -23,6 +23,7 @@ public actor SessionRegistry {
     }
 
     static let openFileName = "session.mcrp"
+    static let settingsFileName = "session-settings.json"
 
     let catalog: any RecordingCatalog
     nonisolated let dataDirectory: String
@@ -112,7 +113,7 @@ public actor SessionRegistry {
         }
         let muxer: MP4Muxer
         do {
-            try Self.writeSidecar(open, directory: location.directory)
+            try Self.writeSidecar(open, settings: settings.pinned, directory: location.directory)
             muxer = try MP4Muxer(configuration: settings.muxerConfiguration(tracks: trackConfigs, directory: location.directory,
                                                                            baseName: location.baseName, creationTime: Int64(now.timeIntervalSince1970)))
             try muxer.start()
@@ -150,8 +151,11 @@ public actor SessionRegistry {
         let open: SessionOpen
         let muxer: MP4Muxer
         let report: MP4Muxer.ResumeReport
+        let settings: SessionSettings
         do {
             open = try Self.readSidecar(directory: sleeping.record.directory)
+            // The session goes on with the settings it was started with.
+            settings = Self.readPinnedSettings(directory: sleeping.record.directory).map(self.settings.applying) ?? self.settings
             var configs: [TrackConfiguration] = []
             for d in open.tracks { configs.append(try TrackMapping.configuration(d)) }
             let baseName = try locate(agentID, id, sleeping.record.createdAt).baseName
@@ -311,18 +315,29 @@ public actor SessionRegistry {
 
     // MARK: Sidecar
 
-    /// The session's `SessionOpen`, kept beside its files so a restarted server can rebuild
-    /// the session (tracks, codec configuration) when the agent resumes it.
-    static func writeSidecar(_ open: SessionOpen, directory: String) throws {
-        let bytes = try FrameEncoder().encode(.sessionOpen(open))
-        let path = directory + "/" + openFileName
+    /// The session's `SessionOpen` and pinned settings, kept beside its files so a restarted
+    /// server can rebuild the session (tracks, codec configuration, segmenting) when the agent
+    /// resumes it.
+    static func writeSidecar(_ open: SessionOpen, settings: SessionSettings.Pinned, directory: String) throws {
+        try writeDurably(Data(buffer: try FrameEncoder().encode(.sessionOpen(open))), to: directory + "/" + openFileName)
+        try writeDurably(try JSONEncoder().encode(settings), to: directory + "/" + settingsFileName)
+    }
+
+    /// Write to a temporary file, fsync, rename: a crash leaves the old file or the new one.
+    private static func writeDurably(_ data: Data, to path: String) throws {
         let temporary = path + ".tmp"
-        FileManager.default.createFile(atPath: temporary, contents: Data(buffer: bytes), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
         try handle.synchronize()
         try handle.close()
         try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.moveItem(atPath: temporary, toPath: path)
+    }
+
+    /// The settings a session was started with; nil for a session from before they were pinned.
+    static func readPinnedSettings(directory: String) -> SessionSettings.Pinned? {
+        guard let data = FileManager.default.contents(atPath: directory + "/" + settingsFileName) else { return nil }
+        return try? JSONDecoder().decode(SessionSettings.Pinned.self, from: data)
     }
 
     static func readSidecar(directory: String) throws -> SessionOpen {
