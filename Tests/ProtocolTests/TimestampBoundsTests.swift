@@ -26,6 +26,15 @@ private func refusal(_ v: inout SessionValidator, _ message: Message) -> Protoco
     }
 }
 
+/// A validator that resumed session "s1" (tracks 1 and 2) after 3 received samples.
+private func resumed(acknowledged: UInt64, firstDTS: Int64?) throws -> SessionValidator {
+    var v = SessionValidator()
+    _ = try v.validate(Fixtures.hello)
+    _ = try v.validate(Fixtures.sessionResume)
+    v.resumeAccepted(.init(tracks: [Fixtures.video, Fixtures.audio], highestReceived: 3, acknowledged: acknowledged, firstDTS: firstDTS))
+    return v
+}
+
 private let second: Int64 = 1_000_000_000
 private let start: Int64 = 5_000 * second
 
@@ -94,10 +103,7 @@ struct TimestampBoundsTests {
 
     @Test("the first sample's dts survives a resume")
     func spanAfterResume() throws {
-        var w = SessionValidator()
-        _ = try w.validate(Fixtures.hello)
-        _ = try w.validate(Fixtures.sessionResume)
-        w.resumeAccepted(.init(tracks: [Fixtures.video, Fixtures.audio], highestReceived: 3, acknowledged: 3, firstDTS: start + 1))
+        var w = try resumed(acknowledged: 3, firstDTS: start + 1)
         #expect(try w.validate(timed(4, pts: start + 1 + (1 << 40), dts: start + 1 + (1 << 40))) == .accept)
         let error = try #require(refusal(&w, timed(5, pts: start + 2 + (1 << 40), dts: start + 2 + (1 << 40))))
         #expect(error.code == .timestampOutOfRange)
@@ -106,10 +112,7 @@ struct TimestampBoundsTests {
 
     @Test("a resume point without the first dts takes the first sample after the resume as the reference")
     func resumeWithoutFirstDTS() throws {
-        var w = SessionValidator()
-        _ = try w.validate(Fixtures.hello)
-        _ = try w.validate(Fixtures.sessionResume)
-        w.resumeAccepted(.init(tracks: [Fixtures.video], highestReceived: 3, acknowledged: 3))
+        var w = try resumed(acknowledged: 3, firstDTS: nil)
         #expect(try w.validate(timed(4, pts: start, dts: start)) == .accept)
         #expect(try w.validate(timed(5, pts: start + (1 << 40), dts: start + (1 << 40))) == .accept)
         #expect(refusal(&w, timed(6, pts: start + (1 << 40) + 1, dts: start + (1 << 40) + 1))?.code == .timestampOutOfRange)
@@ -117,10 +120,7 @@ struct TimestampBoundsTests {
 
     @Test("a resent duplicate is dropped unread, whatever its timestamps")
     func duplicatesUnread() throws {
-        var w = SessionValidator()
-        _ = try w.validate(Fixtures.hello)
-        _ = try w.validate(Fixtures.sessionResume)
-        w.resumeAccepted(.init(tracks: [Fixtures.video], highestReceived: 3, acknowledged: 1, firstDTS: start))
+        var w = try resumed(acknowledged: 1, firstDTS: start)
         #expect(try w.validate(timed(2, pts: .max, dts: .min)) == .dropDuplicate)
     }
 }
