@@ -193,3 +193,26 @@ struct SaturatingTimeTests {
         #expect(table.earliestPresentationTime == .max + Int64(Int32.min)) // the first saturates at .max; the second is smaller
     }
 }
+
+@Suite("A damaged file cannot make the reader allocate without bound")
+struct DamagedMarkerTests {
+    /// The fixture fragment (40 samples) with a sequence marker naming `count` sequences.
+    private func fragment(naming count: UInt64) -> MP4FileScanner.Fragment {
+        var bytes = SequenceMarkerBox(durableThrough: 1, sequences: [1]).encoded()
+        // The one range's count (the payload's last four bytes), as a damaged disk might have it.
+        let n = UInt32(count)
+        bytes.replaceSubrange(bytes.count - 4..<bytes.count,
+                              with: [UInt8(n >> 24), UInt8(truncatingIfNeeded: n >> 16), UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)])
+        var reader = ByteReader(Array(bytes.dropFirst(8)))
+        let marker = try! SequenceMarkerBox(freePayload: &reader)
+        return MP4FileScanner.Fragment(moofOffset: 0, moof: Fixtures.fragment, mdatPayload: 0..<1_000_000, sequenceMarker: marker)
+    }
+
+    @Test("a sequence marker naming more samples than its fragment holds tears the file there")
+    func markerCount() {
+        #expect(MP4FileScanner.validate(fragment(naming: 40)) == nil)
+        #expect(MP4FileScanner.validate(fragment(naming: 41)) != nil)
+        // 0xE000_0001 sequences would have been expanded into 28 GiB of UInt64s.
+        #expect(MP4FileScanner.validate(fragment(naming: 0xE000_0001)) != nil)
+    }
+}
