@@ -6,6 +6,7 @@
 #   scripts/bench-ingest.sh                                  # realtime sweep N=1..448 with ffmpeg side by side
 #   scripts/bench-ingest.sh --pace max --sessions 1,4,16     # throughput ceiling
 #   scripts/bench-ingest.sh --soak-minutes 10 --no-ffmpeg    # memory over a 10-minute soak
+#   scripts/bench-ingest.sh --catch-up --sessions 1,64,256   # catch-up after a 60 s outage (issue 14)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh

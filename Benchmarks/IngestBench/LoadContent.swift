@@ -60,8 +60,10 @@ struct LoadContent: Sendable {
     }
 
     /// Samples in `seconds` of media (whole loops plus a prefix of the next).
-    func sampleCount(seconds: Int) -> Int {
-        let limit = Int64(seconds) * 1_000_000_000
+    func sampleCount(seconds: Int) -> Int { sampleCount(nanos: Int64(seconds) * 1_000_000_000) }
+
+    /// Samples due in the first `limit` nanoseconds of media.
+    func sampleCount(nanos limit: Int64) -> Int {
         let loops = Int(limit / loopNanos)
         let rest = limit - Int64(loops) * loopNanos
         let partial = samples.firstIndex { $0.dts - firstDTS >= rest } ?? samples.count

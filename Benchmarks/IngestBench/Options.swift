@@ -38,6 +38,13 @@ struct Options {
     var keep = false
     /// Stop the sweep at the first N that does not keep up.
     var stopWhenBehind = true
+    /// Catch-up mode instead of the sweep: live, cut off, resume with the backlog (issue 14).
+    var catchUp = false
+    var liveSeconds = 20
+    var outageSeconds = 60
+    var catchUpLimitSeconds = 120
+    /// Files per catch-up step checked with ffprobe (all N would take longer than the step).
+    var catchUpVerify = 8
 
     static let usage = """
     ingest-bench: N concurrent agents replaying pre-encoded 2×720p30 H.264 + Opus to a real
@@ -62,6 +69,14 @@ struct Options {
       --work-dir DIR         data directories and certificates (default: a new directory under /tmp)
       --keep                 keep the work directory
       --markdown             tables as Markdown (for docs/benchmarks.md)
+
+    Catch-up mode (issue 14): each agent streams live, is cut off, buffers, then resumes its
+    session and sends the backlog as fast as the server reads it (default N: 1,64,256).
+      --catch-up             run catch-up steps instead of the sweep (no ffmpeg)
+      --live-seconds S       live streaming before the cut (default 20)
+      --outage-seconds S     how long the agents are cut off (default 60)
+      --catch-up-limit S     longest wait for a session to be live again after resuming (default 120)
+      --catch-up-verify K    files per step checked with ffprobe (default 8)
     """
 
     static func parse(_ args: [String]) throws -> Options {
@@ -107,6 +122,11 @@ struct Options {
             case "--work-dir": o.workDirectory = try value()
             case "--keep": o.keep = true
             case "--markdown": o.markdown = true
+            case "--catch-up": o.catchUp = true
+            case "--live-seconds": o.liveSeconds = try positive(try value())
+            case "--outage-seconds": o.outageSeconds = try positive(try value())
+            case "--catch-up-limit": o.catchUpLimitSeconds = try positive(try value())
+            case "--catch-up-verify": o.catchUpVerify = try positive(try value())
             case "-h", "--help":
                 print(usage)
                 exit(0)
@@ -114,6 +134,7 @@ struct Options {
             }
             i += 1
         }
+        if o.catchUp, !args.contains("--sessions") { o.sessions = [1, 64, 256] }
         guard !o.serverBinary.isEmpty else { throw BenchError("--server-binary is required (see --help)") }
         return o
     }

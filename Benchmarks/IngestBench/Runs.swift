@@ -83,6 +83,43 @@ final class Completions: Sendable {
     private let count = NIOLockedValueBox(0)
     func add() { count.withLockedValue { $0 += 1 } }
     var value: Int { count.withLockedValue { $0 } }
+
+    /// A promise on `loop` that is counted here when it completes.
+    func promise<T: Sendable>(on loop: any EventLoop, of type: T.Type) -> EventLoopPromise<T> {
+        let promise = loop.makePromise(of: type)
+        promise.futureResult.whenComplete { _ in self.add() }
+        return promise
+    }
+}
+
+extension BenchPKI {
+    /// The TLS client context of simulated agent `id`, with its own certificate.
+    func agentContext(_ id: String) throws -> NIOSSLContext {
+        try NIOSSLContext(configuration: TLSConfigurations.client(caPEMPath: caPath, certificatePEMPath: agentCertPath(id),
+                                                                  privateKeyPEMPath: agentKeyPath(id), serverHostname: "127.0.0.1"))
+    }
+}
+
+/// The MP4 files record-server wrote under `dataDirectory`, sorted.
+func recordings(in dataDirectory: String) -> [String] {
+    (capture("find " + shellQuote(dataDirectory) + " -name '*.mp4' | sort") ?? "").split(separator: "\n").map(String.init)
+}
+
+/// ffprobe's packet count of each agent's file against the samples it sent: (files checked, problems).
+func checkPacketCounts(files: [String], sessions: Int, sent: [(agentID: String, samples: Int)]) -> (Int, [String]) {
+    var problems: [String] = []
+    var checked = 0
+    if files.count != sessions { problems.append("\(files.count) MP4 files for \(sessions) sessions") }
+    for (agentID, samples) in sent {
+        guard let file = files.first(where: { $0.contains("-\(agentID)") }) else {
+            problems.append("no file for \(agentID)")
+            continue
+        }
+        let packets = ffprobePacketCount(file) ?? -1
+        if packets != samples { problems.append("\(file): ffprobe counts \(packets) packets, \(samples) sent") }
+        checked += 1
+    }
+    return (checked, problems)
 }
 
 /// Runs N simulated agents against a fresh record-server process for `seconds` of media.
@@ -107,12 +144,9 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
     var futures: [EventLoopFuture<AgentResult>] = []
     for i in 0..<n {
         let id = agentName(i)
-        let tls = try TLSConfigurations.client(caPEMPath: env.pki.caPath, certificatePEMPath: env.pki.agentCertPath(id),
-                                               privateKeyPEMPath: env.pki.agentKeyPath(id), serverHostname: "127.0.0.1")
-        let context = try NIOSSLContext(configuration: tls)
+        let context = try env.pki.agentContext(id)
         let loop = env.group.next()
-        let done = loop.makePromise(of: AgentResult.self)
-        done.futureResult.whenComplete { _ in completions.add() }
+        let done = completions.promise(on: loop, of: AgentResult.self)
         futures.append(done.futureResult)
         let content = env.content
         let sessionID = try Identifier(validating: "\(label)-\(id)")
@@ -175,18 +209,11 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
 /// Independent check of what the server wrote: one MP4 per session, ffprobe's packet count
 /// equal to the samples that agent sent, and one file fully decoded by ffmpeg without errors.
 func verify(_ step: inout OursStep, dataDirectory: String) {
-    let files = (capture("find " + shellQuote(dataDirectory) + " -name '*.mp4' | sort") ?? "")
-        .split(separator: "\n").map(String.init)
-    if files.count != step.sessions { step.verifyProblems.append("\(files.count) MP4 files for \(step.sessions) sessions") }
-    for agent in step.agents {
-        guard let file = files.first(where: { $0.contains("-\(agent.agentID)") }) else {
-            step.verifyProblems.append("no file for \(agent.agentID)")
-            continue
-        }
-        let packets = ffprobePacketCount(file) ?? -1
-        if packets != agent.samplesSent { step.verifyProblems.append("\(file): ffprobe counts \(packets) packets, \(agent.samplesSent) sent") }
-        step.filesChecked += 1
-    }
+    let files = recordings(in: dataDirectory)
+    let (checked, problems) = checkPacketCounts(files: files, sessions: step.sessions,
+                                                sent: step.agents.map { ($0.agentID, $0.samplesSent) })
+    step.filesChecked = checked
+    step.verifyProblems += problems
     if let first = files.first {
         let errors = capture("ffmpeg -nostdin -v error -i " + shellQuote(first) + " -f null - 2>&1") ?? "ffmpeg failed"
         if !errors.isEmpty { step.verifyProblems.append("ffmpeg decoding \(first): \(errors.prefix(300))") }

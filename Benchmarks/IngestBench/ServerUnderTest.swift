@@ -22,13 +22,13 @@ final class ServerUnderTest {
     let dataDirectory: String
     let logPath: String
 
-    init(binary: String, pki: BenchPKI, directory: String, maxSessions: Int, fsync: String) throws {
+    init(binary: String, pki: BenchPKI, directory: String, maxSessions: Int, fsync: String, resumeWindowSeconds: Int? = nil) throws {
         try makeDirectory(directory)
         dataDirectory = directory + "/data"
         logPath = directory + "/server.log"
         port = try freeLoopbackPort(from: 19_000)
         // Every setting at its production default except the addresses, paths, session cap and
-        // (when asked) the fsync policy.
+        // (when asked) the fsync policy and the resume window (catch-up mode outlasts the default 60 s).
         let config = """
         {
           "ingest": { "host": "127.0.0.1", "port": \(port) },
@@ -37,7 +37,7 @@ final class ServerUnderTest {
           "tls": { "caCertificate": "\(pki.caPath)", "certificate": "\(pki.serverCertPath)",
                    "privateKey": "\(pki.serverKeyPath)", "requireClientCertificate": true },
           "maxSessions": \(maxSessions),
-          "fsync": "\(fsync)",
+          "fsync": "\(fsync)",\(resumeWindowSeconds.map { "\n  \"resumeWindowSeconds\": \($0)," } ?? "")
           "logLevel": "warning"
         }
         """

@@ -100,8 +100,17 @@ func run() throws {
         ("Pace", options.pace == .realtime ? "realtime: every sample sent at its media time"
             : "max: each agent sends \(options.maxStreamSeconds) s of media as fast as the server accepts (≤ 4096 unacknowledged samples); each ffmpeg reads the same \(options.maxStreamSeconds) s as fast as it can"),
     ]
+    if options.catchUp {
+        facts.append(("Catch-up", "\(options.liveSeconds) s live, cut off for \(options.outageSeconds) s (agents keep their media clock and buffer), " +
+            "then SessionResume and every due sample as fast as the connection takes it; caught up = an Ack less than 2 s behind its sample's media time; " +
+            "record-server's resume window raised to \(options.outageSeconds + options.catchUpLimitSeconds + 60) s"))
+    }
     print(factsTable("Setup", facts).render(markdown: options.markdown))
 
+    if options.catchUp {
+        try catchUp(env, options: options)
+        return
+    }
     if let minutes = options.soakMinutes {
         try soak(&env, minutes: minutes)
         return
@@ -156,6 +165,19 @@ func run() throws {
     if options.pace == .realtime {
         print(firstBehind.map { "First N that did not keep up: \($0)\n" } ?? "Every N kept up.\n")
     }
+}
+
+func catchUp(_ env: BenchEnvironment, options: Options) throws {
+    let plan = CatchUpPlan(liveSeconds: options.liveSeconds, outageSeconds: options.outageSeconds, limitSeconds: options.catchUpLimitSeconds)
+    var table = Table("Catch-up after a \(plan.outageSeconds) s outage (\(options.serverBinary))", header: catchUpHeader)
+    for n in options.sessions {
+        progress("N=\(n): \(plan.liveSeconds) s live, \(plan.outageSeconds) s cut off, then the backlog (at most \(plan.limitSeconds) s to catch up); load \(loadAverage())")
+        let step = try runCatchUp(env, sessions: n, plan: plan, label: "catch-up-\(n)")
+        table.add(catchUpRow(step, plan: plan))
+        progress("  " + catchUpRow(step, plan: plan).joined(separator: " | "))
+        for f in (step.failures + step.problems).prefix(5) { progress("  problem: \(f)") }
+    }
+    print(table.render(markdown: options.markdown))
 }
 
 func soak(_ env: inout BenchEnvironment, minutes: Int) throws {

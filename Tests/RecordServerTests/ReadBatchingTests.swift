@@ -1,18 +1,29 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 @testable import RecordServerCore
 import Testing
 import Shared
 
+/// What the handler's socket probe answers in the EmbeddedChannel tests.
+private final class FakeSocket {
+    var memory: ReadPacing.Socket?
+    init(_ memory: ReadPacing.Socket?) { self.memory = memory }
+}
+
 @Suite struct ReadBatchingTests {
     /// - Parameter streaming: send `ReadBatchingHandler.Start` first, as a connection does once
     ///   its session streams.
-    private func makeChannel(delay: TimeAmount = .milliseconds(100), busy: Int = 1000,
+    private func makeChannel(delay: TimeAmount = .milliseconds(100), socket: FakeSocket = FakeSocket(nil),
                              streaming: Bool = true) throws -> (EmbeddedChannel, ReadCounter) {
         let counter = ReadCounter()
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandler(counter)
-        try channel.pipeline.syncOperations.addHandler(ReadBatchingHandler(delay: delay, busyCycleBytes: busy))
+        try channel.pipeline.syncOperations.addHandler(ReadBatchingHandler(delay: delay, probe: { _ in socket.memory }))
         if streaming { try channel.triggerUserOutboundEvent(ReadBatchingHandler.Start()).wait() }
         return (channel, counter)
     }
@@ -32,7 +43,7 @@ import Shared
     }
 
     @Test func aTricklingConnectionIsReadAfterTheDelay() throws {
-        let (channel, counter) = try makeChannel()
+        let (channel, counter) = try makeChannel(socket: FakeSocket(.init(queued: 0, capacity: 1 << 20)))
         try cycle(channel, bytes: 10)
         channel.read()
         channel.read()  // a second request while one waits adds nothing
@@ -43,13 +54,35 @@ import Shared
         #expect(counter.reads == 1)
     }
 
-    @Test func aBusyConnectionIsReadAtOnce() throws {
-        let (channel, counter) = try makeChannel(busy: 1000)
-        // Two reads in one cycle add up to the busy threshold.
-        try cycle(channel, bytes: 600, 400)
+    @Test func bytesAlreadyQueuedInTheKernelAreReadAtOnce() throws {
+        let socket = FakeSocket(.init(queued: 2304, capacity: 131_072))
+        let (channel, counter) = try makeChannel(socket: socket)
+        try cycle(channel, bytes: 10)
         channel.read()
         #expect(counter.reads == 1)
-        // The next cycle is small again: back to waiting.
+        // Nothing queued: back to waiting.
+        socket.memory?.queued = 0
+        try cycle(channel, bytes: 10)
+        channel.read()
+        #expect(counter.reads == 1)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        #expect(counter.reads == 2)
+    }
+
+    @Test func aCycleLimitedByTheWindowIsFollowedAtOnce() throws {
+        // Finding 7's socket: 128 KiB of receive buffer, ~108 KiB per cycle, less than the
+        // former fixed 128 KiB "busy" threshold.
+        let (channel, counter) = try makeChannel(socket: FakeSocket(.init(queued: 0, capacity: 131_072)))
+        try cycle(channel, bytes: 65_536, 45_056)
+        channel.read()
+        #expect(counter.reads == 1)
+    }
+
+    @Test func withoutTheKernelsFiguresA128KiBCycleIsBusy() throws {
+        let (channel, counter) = try makeChannel()
+        try cycle(channel, bytes: 65_536, 65_536)
+        channel.read()
+        #expect(counter.reads == 1)
         try cycle(channel, bytes: 999)
         channel.read()
         #expect(counter.reads == 1)
@@ -80,6 +113,199 @@ import Shared
         #expect(throws: ChannelError.operationUnsupported) { try channel.triggerUserOutboundEvent(Other()).wait() }
         // Start does not travel on.
         try channel.triggerUserOutboundEvent(ReadBatchingHandler.Start()).wait()
+    }
+
+    /// Finding 7 through a real loopback socket: the server side's receive buffer is fixed at
+    /// 128 KiB (SO_RCVBUF 64 KiB, which the kernel doubles and which turns off autotuning) and
+    /// NIO reads one 64 KiB buffer per cycle, so no cycle reaches the former 128 KiB threshold.
+    /// A sender with 8 MiB ready must be drained with at most a few postponed reads (each at
+    /// most 200 ms); the former rule postponed every read (128 of them, 25 s). Counted, not timed.
+    @Test func aBacklogFarLargerThanTheWindowIsDrainedWithoutWaits() async throws {
+        let backlog = 8 << 20
+        let allowedWaits = 4
+        let group = MultiThreadedEventLoopGroup.singleton
+        let outcome = group.next().makePromise(of: (drained: Int, waits: Int).self)
+        let server = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_rcvbuf), value: 64 << 10)
+            .childChannelOption(.maxMessagesPerRead, value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let batching = ReadBatchingHandler(delay: .milliseconds(200))
+                    try channel.pipeline.syncOperations.addHandler(batching)
+                    try channel.pipeline.syncOperations.addHandler(
+                        DrainCounter(batching: batching, target: backlog, allowedWaits: allowedWaits, outcome: outcome))
+                    channel.pipeline.syncOperations.triggerUserOutboundEvent(ReadBatchingHandler.Start(), promise: nil)
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let client = try await ClientBootstrap(group: group)
+            .connect(host: "127.0.0.1", port: server.localAddress!.port!).get()
+        // Not awaited: under the former rule the write would take 25 s to complete.
+        client.writeAndFlush(ByteBuffer(repeating: 0x5A, count: backlog), promise: nil)
+        let result = try await outcome.futureResult.get()
+        try? await client.close()
+        try? await server.close()
+        #expect(result.drained == backlog, "read \(result.drained) of \(backlog) bytes before the \(result.waits)th postponed read")
+        #expect(result.waits <= allowedWaits)
+    }
+
+    // MARK: - ReadPacing, without sockets
+
+    private static let delay: Int64 = 200_000_000
+
+    @Test func pacingWaitsTheFullDelayForALiveSessionOnARoomySocket() {
+        var pacing = ReadPacing(maxDelay: Self.delay)
+        pacing.start()
+        let socket = ReadPacing.Socket(queued: 0, capacity: 2 << 20)
+        var now: Int64 = 0
+        pacing.cycleCompleted(at: now)
+        // 2×720p + Opus: ~146 KB per 200 ms.
+        for _ in 0..<20 {
+            #expect(pacing.nextRead(socket: socket) == .wait(nanoseconds: Self.delay))
+            now += Self.delay
+            pacing.received(146_000)
+            pacing.cycleCompleted(at: now)
+        }
+    }
+
+    @Test func pacingShortensTheWaitSoALiveSessionNeverFillsASmallSocket() {
+        var pacing = ReadPacing(maxDelay: Self.delay)
+        pacing.start()
+        let socket = ReadPacing.Socket(queued: 0, capacity: 384 << 10)
+        pacing.cycleCompleted(at: 0)
+        pacing.received(146_000)
+        pacing.cycleCompleted(at: Self.delay)
+        // 730 KB/s fills a quarter of 384 KiB in ~135 ms.
+        guard case .wait(let nanoseconds) = pacing.nextRead(socket: socket) else {
+            Issue.record("expected a wait")
+            return
+        }
+        #expect(nanoseconds < Self.delay)
+        #expect(Double(nanoseconds) * 730_000 / 1e9 <= Double(socket.capacity / 4))
+    }
+
+    @Test func pacingReadsAtOnceWhatIsQueuedOrWindowLimited() {
+        var pacing = ReadPacing(maxDelay: Self.delay)
+        #expect(pacing.nextRead(socket: nil) == .readNow)  // not streaming yet
+        pacing.start()
+        pacing.cycleCompleted(at: 0)
+        pacing.received(100)
+        pacing.cycleCompleted(at: 1_000_000)
+        #expect(pacing.nextRead(socket: .init(queued: 0, capacity: 131_072)) == .wait(nanoseconds: Self.delay))
+        #expect(pacing.nextRead(socket: .init(queued: 1, capacity: 131_072)) == .readNow)
+        pacing.received(110_592)
+        pacing.cycleCompleted(at: 2_000_000)
+        #expect(pacing.nextRead(socket: .init(queued: 0, capacity: 131_072)) == .readNow)
+        #expect(ReadPacing(maxDelay: 0).nextRead(socket: nil) == .readNow)
+    }
+
+    /// A backlog over a long path: the sender refills the window one round trip after each
+    /// read, so when NIO asks for the next read nothing is queued yet (rule 1 cannot help). A
+    /// simulated connection (RTT 20 ms, an endless sender) read for 20 s of simulated time, with
+    /// finding 7's window (108 KiB of a 128 KiB buffer) and with a window clamped to a third of
+    /// the buffer: the former rule moves one window per 200 ms; the new one must come close to
+    /// the path's own limit (one window per RTT) and take few waits.
+    @Test(arguments: [110_592, 43_690])
+    func pacingDoesNotThrottleABacklogOnALongPath(window: Int) {
+        let capacity = 131_072
+        let rtt: Int64 = 20_000_000, horizon: Int64 = 20_000_000_000
+
+        /// Bytes read and waits taken when `decide` (given the last cycle's size) paces the reads.
+        func simulate(_ decide: (ReadPacing, Int, ReadPacing.Socket) -> ReadPacing.Decision) -> (drained: Int, waits: Int) {
+            var pacing = ReadPacing(maxDelay: Self.delay)
+            pacing.start()
+            var now: Int64 = 0, queued = window, drained = 0, waits = 0, lastCycle = 0
+            var arrivals: [(at: Int64, bytes: Int)] = []
+            func deliver() {
+                while let first = arrivals.first, first.at <= now {
+                    queued += first.bytes
+                    arrivals.removeFirst()
+                }
+            }
+            pacing.cycleCompleted(at: 0)
+            while now < horizon {
+                deliver()
+                if case .wait(let ns) = decide(pacing, lastCycle, .init(queued: queued, capacity: capacity)) {
+                    waits += 1
+                    now += ns
+                    deliver()
+                }
+                // The read is pending now: it happens as soon as bytes are there.
+                if queued == 0, let first = arrivals.first {
+                    now = max(now, first.at)
+                    deliver()
+                }
+                pacing.received(queued)
+                drained += queued
+                lastCycle = queued
+                // The window reopens; the sender's bytes land one RTT later.
+                arrivals.append((now + rtt, queued))
+                queued = 0
+                now += 100_000  // the cycle's own work
+                pacing.cycleCompleted(at: now)
+            }
+            return (drained, waits)
+        }
+        let new = simulate { pacing, _, socket in pacing.nextRead(socket: socket) }
+        // The former rule: wait unless the last cycle brought 128 KiB.
+        let old = simulate { _, lastCycle, _ in lastCycle >= 128 << 10 ? .readNow : .wait(nanoseconds: Self.delay) }
+        let pathLimit = Int(horizon / rtt) * window
+        #expect(old.drained < pathLimit / 5)  // the throttle being fixed: one window per 200 ms
+        #expect(new.drained > pathLimit / 2, "drained \(new.drained) of at most \(pathLimit) bytes, \(new.waits) waits")
+        // With the clamped window rule 3 keeps waiting, but less than an RTT: the waits cost nothing.
+        if window >= capacity / 2 { #expect(new.waits < 20) }
+    }
+
+    @Test func pacingWaitsAgainOnceTheBacklogIsGone() {
+        var pacing = ReadPacing(maxDelay: Self.delay)
+        pacing.start()
+        let socket = ReadPacing.Socket(queued: 0, capacity: 1 << 20)
+        var now: Int64 = 0
+        pacing.cycleCompleted(at: now)
+        // Backlog: 256 KiB cycles every millisecond for a second (read at once from the first
+        // measured period on).
+        for cycle in 0..<1000 {
+            now += 1_000_000
+            pacing.received(256 << 10)
+            pacing.cycleCompleted(at: now)
+            if cycle >= 50 { #expect(pacing.nextRead(socket: socket) == .readNow) }
+        }
+        // Caught up: one sample (6.6 KB) every 9 ms, read at once until a period shows the rate.
+        var waited = false
+        for _ in 0..<20 where !waited {
+            now += 9_000_000
+            pacing.received(6_600)
+            pacing.cycleCompleted(at: now)
+            waited = pacing.nextRead(socket: socket) == .wait(nanoseconds: Self.delay)
+        }
+        #expect(waited)
+    }
+}
+
+/// Counts the bytes a connection reads; reports when all have arrived or when the read
+/// batching has postponed more reads than allowed (so the former rule fails fast, not in 25 s).
+private final class DrainCounter: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let batching: ReadBatchingHandler
+    private let target: Int
+    private let allowedWaits: Int
+    private let outcome: EventLoopPromise<(drained: Int, waits: Int)>
+    private var drained = 0
+    private var reported = false
+
+    init(batching: ReadBatchingHandler, target: Int, allowedWaits: Int, outcome: EventLoopPromise<(drained: Int, waits: Int)>) {
+        self.batching = batching
+        self.target = target
+        self.allowedWaits = allowedWaits
+        self.outcome = outcome
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        drained += unwrapInboundIn(data).readableBytes
+        if !reported, drained >= target || batching.delayedReads > allowedWaits {
+            reported = true
+            outcome.succeed((drained, batching.delayedReads))
+        }
     }
 }
 
