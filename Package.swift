@@ -36,6 +36,8 @@ let package = Package(
         .target(name: "COpus", linkerSettings: [.linkedLibrary("opus")]),
         .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
         .target(name: "CALSA", linkerSettings: [.linkedLibrary("asound")]),
+        // glibc's mallopt (not exported by Swift's Glibc module).
+        .target(name: "CMallocTuning"),
 
         // Portable core (Sources/Shared): MP4 boxes/muxer/reader and the wire protocol,
         // each its own module; `Shared` re-exports both.
@@ -73,7 +75,7 @@ let package = Package(
         .target(
             name: "RecordServerCore",
             dependencies: [
-                "Shared", "RecordingTLS",
+                "Shared", "RecordingTLS", "CMallocTuning",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),

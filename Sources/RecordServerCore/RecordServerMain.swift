@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import CMallocTuning
 import Logging
 
 /// `record-server`: the central recording host.
@@ -30,6 +31,7 @@ public struct RecordServerCommand: AsyncParsableCommand {
     public init() {}
 
     public func run() async throws {
+        Self.returnFreedMemoryToTheSystem()
         // Everything up to a running server is configuration: a problem there exits 64 with a
         // message naming the cause (the systemd unit does not restart on 64), never 1.
         let server: RecordServer
@@ -66,6 +68,17 @@ public struct RecordServerCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "record-server")
         return try RecordServer(configuration: configuration, logger: logger)
+    }
+}
+
+extension RecordServerCommand {
+    /// Large buffers (a partly received 8 MiB frame, a flood of them from a hostile peer) are
+    /// mapped on their own and given back when freed, and the heap is trimmed early, so the
+    /// server's memory returns to its baseline once such a peer is gone instead of staying at
+    /// its peak in glibc's arenas. Costs one mmap per buffer of 64 KiB or more (a keyframe a
+    /// second per camera), which is nothing next to the fsyncs.
+    static func returnFreedMemoryToTheSystem() {
+        _ = cmalloc_return_freed_memory(64 * 1024)
     }
 }
 

@@ -1,0 +1,9 @@
+#include "CMallocTuning.h"
+#if defined(__GLIBC__)
+#include <malloc.h>
+int cmalloc_return_freed_memory(int threshold) {
+    return mallopt(M_MMAP_THRESHOLD, threshold) == 1 && mallopt(M_TRIM_THRESHOLD, threshold) == 1;
+}
+#else
+int cmalloc_return_freed_memory(int threshold) { (void)threshold; return 0; }
+#endif
