@@ -120,7 +120,8 @@ let package = Package(
             ],
             path: "Benchmarks/IngestBench"),
 
-        .testTarget(name: "MP4Tests", dependencies: ["MP4"]),
+        // Corpus/ holds the session fuzzer's regression inputs, read from the source tree by path.
+        .testTarget(name: "MP4Tests", dependencies: ["MP4"], exclude: ["Corpus"]),
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
         .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding"]),
         .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"]),

@@ -35,6 +35,9 @@ actor RecordingSession {
     /// The first sample the muxer refused (protocol.md §6.12): the ack point never passes it,
     /// and the session ends with every sample before it.
     private var refusedSequence: UInt64?
+    /// The decode time of the session's first sample in this process: the reference of the
+    /// session-span bound (protocol.md §4.1), handed to the validator on a resume.
+    private var firstDTS: Int64?
 
     /// Whether the session holds any sample (received here or, after a restart, in its file).
     private var hasSamples: Bool { highestReceived > 0 }
@@ -74,7 +77,8 @@ actor RecordingSession {
 
     /// What the connection's validator needs to continue this session after a resume.
     var resumePoint: SessionValidator.ResumePoint {
-        SessionValidator.ResumePoint(tracks: open.tracks, endedTracks: endedTracks, highestReceived: highestReceived, acknowledged: acknowledged)
+        SessionValidator.ResumePoint(tracks: open.tracks, endedTracks: endedTracks, highestReceived: highestReceived, acknowledged: acknowledged,
+                                     firstDTS: firstDTS)
     }
 
     // MARK: Attachment
@@ -138,6 +142,7 @@ actor RecordingSession {
     private func admit(_ sample: Sample) throws(ProtocolError) -> UInt64? {
         guard case .attached = phase else { throw ProtocolError(.noOpenSession, "session \(id) is not open on this connection") }
         highestReceived = max(highestReceived, sample.sequence)
+        if firstDTS == nil { firstDTS = sample.dts }
         guard let stats = tracks[sample.track], stats.status != .failed || !settings.failSessionOnTrackError else {
             throw ProtocolError(.unknownTrack, "track \(sample.track) is not in session \(id)")
         }
