@@ -14,25 +14,9 @@
 # CorpusTests replays it on every test run.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-runs=${1:-10000000}
+source "$(dirname "$0")/lib/fuzz.sh"
+fuzz_setup ProtocolFuzz .build-fuzz 2048 "${1:-}"
 shift || true
-sanitizers=${FUZZ_SANITIZERS:-fuzzer,address}
-jobs=${FUZZ_JOBS:-1}
-max_len=${FUZZ_MAX_LEN:-2048}
-scratch="$root/.build-fuzz"
-
-(cd "$root/Fuzz/ProtocolFuzz" &&
-    swift build -c release --scratch-path "$scratch" -Xswiftc "-sanitize=$sanitizers")
-
-mkdir -p "$scratch/corpus" "$root/fuzz-artifacts"
-args=(
-    -runs="$runs"
-    -max_len="$max_len"
-    -rss_limit_mb=2048
-    -print_final_stats=1
-    -artifact_prefix="$root/fuzz-artifacts/"
-)
 if [ "$jobs" -gt 1 ]; then
     args+=(-fork="$jobs" -ignore_crashes=0)
 fi

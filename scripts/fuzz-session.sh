@@ -18,27 +18,11 @@
 # regression-<what>.bin, so that SessionCorpusTests replays it on every test run.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-runs=${1:-10000000}
+source "$(dirname "$0")/lib/fuzz.sh"
+fuzz_setup SessionFuzz .build-fuzz-session 1024 "${1:-}"
 shift || true
-sanitizers=${FUZZ_SANITIZERS:-fuzzer,address}
-jobs=${FUZZ_JOBS:-1}
-max_len=${FUZZ_MAX_LEN:-1024}
-scratch="$root/.build-fuzz-session"
-
-(cd "$root/Fuzz/SessionFuzz" &&
-    swift build -c release --scratch-path "$scratch" -Xswiftc "-sanitize=$sanitizers")
-
-mkdir -p "$scratch/corpus" "$root/fuzz-artifacts"
-args=(
-    -runs="$runs"
-    -max_len="$max_len"
-    -timeout=10
-    -rss_limit_mb=2048
-    -malloc_limit_mb=512
-    -print_final_stats=1
-    -artifact_prefix="$root/fuzz-artifacts/"
-)
+# Each input writes and reads files: bound its time and its allocations too.
+args+=(-timeout=10 -malloc_limit_mb=512)
 if [ "$jobs" -gt 1 ]; then
     # Independent processes rather than -fork: a fork job re-runs its share of the corpus every
     # few seconds, which costs more than it finds when each input writes and reads files.
