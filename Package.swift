@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "recordctl", targets: ["recordctl"]),
         .executable(name: "mux-bench", targets: ["MuxBench"]),
         .executable(name: "ingest-bench", targets: ["IngestBench"]),
+        .executable(name: "agent-catchup-bench", targets: ["AgentCatchUpBench"]),
         .library(name: "Shared", targets: ["Shared"]),
     ],
     dependencies: [
@@ -75,6 +76,7 @@ let package = Package(
                 "Shared", "RecordingTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -100,6 +102,9 @@ let package = Package(
         .executableTarget(name: "RecordServer", dependencies: ["RecordServerCore"]),
         .executableTarget(name: "recordctl", dependencies: ["RecordCtlCore"]),
         .target(name: "BenchSupport", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"], path: "Benchmarks/BenchSupport"),
+        .executableTarget(name: "AgentCatchUpBench", dependencies: ["CaptureAgentCore", "Shared",
+                                                                 .product(name: "NIOCore", package: "swift-nio")],
+                          path: "Benchmarks/AgentCatchUpBench"),
         .executableTarget(name: "MuxBench", dependencies: ["BenchSupport", "Shared", "MediaEncoding", "RecordCtlCore"], path: "Benchmarks/MuxBench"),
         .executableTarget(
             name: "IngestBench",
@@ -133,6 +138,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -46,7 +46,7 @@ public final class RecordServer: Sendable {
         let authenticator = AgentAuthenticator(requireClientCertificate: configuration.tls.requireClientCertificate,
                                                bearerTokens: tokens, revocationFile: revocationFile, insecurePlaintext: configuration.insecurePlaintext)
         ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator,
-                              readCoalescing: .milliseconds(configuration.readCoalescingMillis))
+                              readCoalescing: .milliseconds(configuration.readCoalescingMillis), budgets: configuration.ingestBudgets)
 
         var settings = SessionSettings()
         settings.fragmentDuration = Int64(configuration.fragmentSeconds * 1e9)
@@ -57,7 +57,8 @@ public final class RecordServer: Sendable {
         settings.failSessionOnTrackError = configuration.failSessionOnTrackError
         settings.resumeWindow = .seconds(configuration.resumeWindowSeconds)
         let storage = self.storage
-        registry = SessionRegistry(catalog: catalog, settings: settings, maxSessions: configuration.maxSessions, metrics: metrics,
+        registry = SessionRegistry(catalog: catalog, settings: settings, maxSessions: configuration.maxSessions,
+                                   maxSessionsPerAgent: configuration.maxSessionsPerAgent, metrics: metrics,
                                    logger: logger, dataDirectory: configuration.dataDirectory) { agentID, sessionID, date in
             try storage.locate(agentID: agentID, sessionID: sessionID, date: date)
         }

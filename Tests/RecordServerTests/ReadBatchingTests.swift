@@ -4,16 +4,6 @@ import NIOEmbedded
 import Testing
 import Shared
 
-/// Counts the read requests that reach the socket end of the pipeline.
-private final class ReadCounter: ChannelOutboundHandler {
-    typealias OutboundIn = NIOAny
-    var reads = 0
-    func read(context: ChannelHandlerContext) {
-        reads += 1
-        context.read()
-    }
-}
-
 @Suite struct ReadBatchingTests {
     /// - Parameter streaming: send `ReadBatchingHandler.Start` first, as a connection does once
     ///   its session streams.

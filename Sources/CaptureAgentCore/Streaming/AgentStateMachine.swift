@@ -107,6 +107,11 @@ public struct AgentStateMachine: Sendable {
 
     /// Last heartbeat measurement (protocol.md §6.4): round trip and how far the
     /// server's clock is ahead of ours, nanoseconds.
+    /// Samples the server refused to store (`sampleRefused`, protocol.md §6.12): each ended
+    /// its session before it.
+    public private(set) var samplesRefused = 0
+    /// The session the server ended with a session-scoped error; its `SessionClosed` follows.
+    private var endedByServer: SessionID?
     public private(set) var lastRoundTrip: Int64?
     public private(set) var lastClockOffset: Int64?
 
@@ -234,13 +239,17 @@ public struct AgentStateMachine: Sendable {
             session = s
             return actions
         case .ack(let ack):
-            guard var s = session, s.id == ack.sessionID else { return [.log(.debug, "ack for another session \(ack.sessionID)")] }
-            s.buffer.acknowledge(ack.sequence)
-            session = s
+            guard session?.id == ack.sessionID else { return [.log(.debug, "ack for another session \(ack.sessionID)")] }
+            // In place: a copy of the session would copy its resend log (see `pump`).
+            session!.buffer.acknowledge(ack.sequence)
             // At trace level so that an operator (or a fault test) can see exactly what the
             // server has promised is durable; one line per fragment, about one a second.
-            return [.log(.trace, "session \(s.id) acknowledged through sequence \(ack.sequence)")]
+            return [.log(.trace, "session \(ack.sessionID) acknowledged through sequence \(ack.sequence)")]
         case .sessionClosed(let closed):
+            if endedByServer == closed.sessionID, session?.id != closed.sessionID {
+                endedByServer = nil
+                return [.log(.notice, "server closed session \(closed.sessionID) after its error: samples 1...\(closed.durableSequence) are stored, none after")]
+            }
             guard let s = session, s.id == closed.sessionID else {
                 return [.log(.warning, "SessionClosed for unknown session \(closed.sessionID)")]
             }
@@ -288,7 +297,9 @@ public struct AgentStateMachine: Sendable {
                     send(.sessionOpen(SessionOpen(sessionID: s.id, labels: s.labels, tracks: s.tracks)), now)]
         }
         session = nil
+        endedByServer = s.id
         let lost = s.buffer.lastSequence - s.buffer.acknowledged
+        if report.code == .sampleRefused { samplesRefused += 1 }
         return [
             .log(.error, "server ended session \(s.id): \(report.code) \(report.message); \(lost) unacknowledged samples cannot be delivered"),
             .sessionFailed(s.id, report),
@@ -330,15 +341,15 @@ public struct AgentStateMachine: Sendable {
     // MARK: Media
 
     public mutating func enqueue(_ sample: EncodedSample, now: Int64) -> [Action] {
-        guard var s = session, s.cancelReason == nil else { return [] }
-        guard !s.endedTracks.contains(sample.track) else {
+        guard session != nil, session?.cancelReason == nil else { return [] }
+        guard session?.endedTracks.contains(sample.track) == false else {
             return [.log(.error, "sample for ended track \(sample.track) discarded")]
         }
-        let result = s.buffer.append(sample)
-        session = s
+        // In place: a copy of the session would copy its resend log (see `pump`).
+        let result = session!.buffer.append(sample)
         var actions: [Action] = []
         for (track, count) in result.dropped.sorted(by: { $0.key < $1.key }) {
-            actions.append(.log(.warning, "resend buffer full (\(s.buffer.byteCount) bytes): dropped the oldest \(count) unsent sample(s) of track \(track); reported to the server"))
+            actions.append(.log(.warning, "resend buffer full (\(session!.buffer.byteCount) bytes): dropped the oldest \(count) unsent sample(s) of track \(track); reported to the server"))
         }
         for track in result.keyframeRequests.sorted() { actions.append(.requestKeyframe(track: track)) }
         return actions
@@ -359,18 +370,26 @@ public struct AgentStateMachine: Sendable {
 
     /// Sends what is waiting, up to about `maxBytes` of samples (the runtime passes what the
     /// channel can take), then the SessionClose if the session is complete.
+    ///
+    /// The session's resend log is mutated in place. `guard var s = session … session = s`
+    /// would leave two references to the log while `s` is changed, so the first change copied
+    /// the whole log: quadratic catching up after an outage (757 µs per call at 32k samples).
     public mutating func pump(maxBytes: Int = .max, now: Int64) -> [Action] {
-        guard var s = session, s.phase == .open, isEstablished else { return [] }
-        var actions: [Action] = []
+        guard session?.phase == .open, isEstablished else { return [] }
+        var outgoing: [ResendBuffer.Outgoing] = []
         var budget = maxBytes
-        while budget > 0, let outgoing = s.buffer.nextOutgoing() {
-            if case .sample(let sample) = outgoing { budget -= sample.data.readableBytes + Sample.headerSize }
-            if case .dropReport(let report) = outgoing {
+        while budget > 0, let next = session!.buffer.nextOutgoing() {
+            if case .sample(let sample) = next { budget -= sample.data.readableBytes + Sample.headerSize }
+            outgoing.append(next)
+        }
+        var actions: [Action] = []
+        actions.reserveCapacity(outgoing.count)
+        for next in outgoing {
+            if case .dropReport(let report) = next {
                 actions.append(.log(.warning, "reporting \(report.count) dropped sample(s) of track \(report.track) (\(report.reason))"))
             }
-            actions.append(send(outgoing.message, now))
+            actions.append(send(next.message, now))
         }
-        session = s
         return actions + maybeClose(now: now)
     }
 

@@ -142,6 +142,16 @@ public final class Catalog: RecordingCatalog, Sendable {
         }
     }
 
+    /// Removes a session with its tracks and recordings (the caller deletes the files first):
+    /// for a session that never recorded anything and so leaves nothing behind.
+    public func deleteSession(id: String) throws(CatalogError) {
+        try write("delete session \(id)") { db in
+            try db.execute(sql: "DELETE FROM tracks WHERE sessionID = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM recordings WHERE sessionID = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [id])
+        }
+    }
+
     /// Sessions still marked `recording`, oldest first: after a crash these wait for their
     /// agents to resume them or for recovery.
     public func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {

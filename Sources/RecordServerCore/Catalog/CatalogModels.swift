@@ -153,6 +153,8 @@ public protocol RecordingCatalog: Sendable {
     func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?) throws
     /// Sessions still marked `recording` (unfinished after a crash).
     func unfinishedSessions() throws -> [SessionRecord]
+    /// Removes the session, its tracks and its recordings (the caller deletes the files first).
+    func deleteSession(id: String) throws
 
     func upsertRecording(_ recording: RecordingRecord) throws
     func recording(id: String) throws -> RecordingRecord?

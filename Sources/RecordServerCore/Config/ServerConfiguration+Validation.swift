@@ -80,6 +80,16 @@ extension ServerConfiguration {
         if !(1 ... 10_000).contains(maxSessions) {
             fail("maxSessions", "must be from 1 to 10000 (got \(maxSessions))")
         }
+        if !(1 ... 10_000).contains(maxSessionsPerAgent) {
+            fail("maxSessionsPerAgent", "must be from 1 to 10000 (got \(maxSessionsPerAgent))")
+        }
+        let largestFrame = ProtocolLimits.ceilingFramePayload + ProtocolLimits.frameHeaderSize
+        if !(largestFrame ... (16 << 30)).contains(partialFrameBudgetBytes) {
+            fail("partialFrameBudgetBytes", "must be from \(largestFrame) (one largest frame with its header) to 17179869184 (16 GiB) (got \(partialFrameBudgetBytes)); 268435456 suits most servers")
+        }
+        if !(1024 ... (1 << 20)).contains(minFrameBytesPerSecond) {
+            fail("minFrameBytesPerSecond", "must be from 1024 to 1048576 bytes per second (got \(minFrameBytesPerSecond)); keep it below your slowest agent's uplink")
+        }
         let minimumQueue = ProtocolLimits.ceilingFramePayload
         if !(minimumQueue ... (1 << 32)).contains(sessionQueueBytes) {
             fail("sessionQueueBytes", "must be from \(minimumQueue) (one largest frame) to 4294967296 (4 GiB) (got \(sessionQueueBytes))")
@@ -173,6 +183,14 @@ extension ServerConfiguration {
         settings.failSessionOnTrackError = failSessionOnTrackError
         settings.resumeWindow = .seconds(resumeWindowSeconds)
         return settings
+    }
+
+    /// What one agent connection may make the server hold or wait for.
+    public var ingestBudgets: IngestBudgets {
+        var budgets = IngestBudgets()
+        budgets.partialFrameBytes = partialFrameBudgetBytes
+        budgets.minFrameBytesPerSecond = minFrameBytesPerSecond
+        return budgets
     }
 
     /// `shutdownGraceSeconds` as a duration.

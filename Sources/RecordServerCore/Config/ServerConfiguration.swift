@@ -129,6 +129,14 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public var segment = Segment()
     /// Concurrent recording sessions accepted.
     public var maxSessions = 64
+    /// Concurrent sessions (live or waiting for a resume) one agent id may hold.
+    public var maxSessionsPerAgent = 4
+    /// Bytes of partly received frames the server holds over all agent connections; a
+    /// connection whose next bytes do not fit is closed with `budgetExhausted` (protocol.md §9).
+    public var partialFrameBudgetBytes = 256 << 20
+    /// The slowest a frame may arrive once begun: it must complete within 10 s + its length
+    /// at this rate, or the connection is closed with `frameTooSlow` (protocol.md §9).
+    public var minFrameBytesPerSecond = 16_384
     /// Bytes one session may have queued before ingest stops reading its connection
     /// (backpressure to the agent instead of unbounded memory).
     public var sessionQueueBytes = 64 << 20
@@ -151,7 +159,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case ingest, admin, dataDirectory, tls, bearerTokens, insecurePlaintext, resumeWindowSeconds, fsync, fragmentSeconds,
-             segment, maxSessions, sessionQueueBytes, readCoalescingMillis, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel
+             segment, maxSessions, maxSessionsPerAgent, partialFrameBudgetBytes, minFrameBytesPerSecond, sessionQueueBytes, readCoalescingMillis, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel
     }
 
     public init(from decoder: any Decoder) throws {
@@ -175,6 +183,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         fragmentSeconds = try c.decodeIfPresent(Double.self, forKey: .fragmentSeconds) ?? d.fragmentSeconds
         segment = try c.decodeIfPresent(Segment.self, forKey: .segment) ?? d.segment
         maxSessions = try c.decodeIfPresent(Int.self, forKey: .maxSessions) ?? d.maxSessions
+        maxSessionsPerAgent = try c.decodeIfPresent(Int.self, forKey: .maxSessionsPerAgent) ?? d.maxSessionsPerAgent
+        partialFrameBudgetBytes = try c.decodeIfPresent(Int.self, forKey: .partialFrameBudgetBytes) ?? d.partialFrameBudgetBytes
+        minFrameBytesPerSecond = try c.decodeIfPresent(Int.self, forKey: .minFrameBytesPerSecond) ?? d.minFrameBytesPerSecond
         sessionQueueBytes = try c.decodeIfPresent(Int.self, forKey: .sessionQueueBytes) ?? d.sessionQueueBytes
         readCoalescingMillis = try c.decodeIfPresent(Int.self, forKey: .readCoalescingMillis) ?? d.readCoalescingMillis
         failSessionOnTrackError = try c.decodeIfPresent(Bool.self, forKey: .failSessionOnTrackError) ?? d.failSessionOnTrackError
@@ -199,6 +210,9 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         try c.encode(fragmentSeconds, forKey: .fragmentSeconds)
         try c.encode(segment, forKey: .segment)
         try c.encode(maxSessions, forKey: .maxSessions)
+        try c.encode(maxSessionsPerAgent, forKey: .maxSessionsPerAgent)
+        try c.encode(partialFrameBudgetBytes, forKey: .partialFrameBudgetBytes)
+        try c.encode(minFrameBytesPerSecond, forKey: .minFrameBytesPerSecond)
         try c.encode(sessionQueueBytes, forKey: .sessionQueueBytes)
         try c.encode(readCoalescingMillis, forKey: .readCoalescingMillis)
         try c.encode(failSessionOnTrackError, forKey: .failSessionOnTrackError)

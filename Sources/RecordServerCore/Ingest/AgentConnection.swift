@@ -32,6 +32,7 @@ struct AgentConnection {
         var state = ConnectionState()
         do {
             try await channel.executeThenClose { inbound, outbound in
+                defer { state.heartbeats?.cancel() }
                 var pending: [Sample] = []
                 do {
                     for try await batch in inbound {
@@ -67,7 +68,9 @@ struct AgentConnection {
         } catch {
             logger.debug("connection ended", metadata: ["error": "\(error)"])
         }
-        if let session = state.session { await session.detach(connection: connection, now: .now) }
+        if let session = state.session, await session.detach(connection: connection, now: .now) {
+            await registry.sessionEnded(session)
+        }
         if let agent = state.agentID { await registry.agentDisconnected(agent, connection: connection) }
     }
 
@@ -75,6 +78,8 @@ struct AgentConnection {
         var validator = SessionValidator()
         var agentID: String?
         var session: RecordingSession?
+        /// The server's own heartbeats, from the handshake on.
+        var heartbeats: Task<Void, Never>?
     }
 
     private func handle(_ message: Message, state: inout ConnectionState, connection: UInt64, address: String,
@@ -86,11 +91,13 @@ struct AgentConnection {
             guard !(await registry.isShuttingDown) else { throw ProtocolError(.shuttingDown, "the server is shutting down") }
             state.agentID = agent
             logger[metadataKey: "agent"] = "\(agent)"
+            // From now on the peer may send frames up to the full limit (MessageBatchDecoderHandler).
+            channel.channel.triggerUserOutboundEvent(MessageBatchDecoderHandler.Authenticated(), promise: nil)
             try await outbound.write(.helloReply(HelloReply(
                 version: state.validator.negotiatedVersion ?? ProtocolVersion.current,
                 capabilities: hello.capabilities.intersection(.all), serverID: serverID,
                 softwareVersion: "record-server \(ServerVersion.current)", limits: limits.announced,
-                heartbeatIntervalMillis: 5_000, idleTimeoutMillis: UInt32(idleTimeout.components.seconds * 1000),
+                heartbeatIntervalMillis: UInt32(Self.heartbeatInterval.components.seconds * 1000), idleTimeoutMillis: UInt32(idleTimeout.components.seconds * 1000),
                 resumeWindowMillis: UInt32(min(await registry.resumeWindow.components.seconds * 1000, Int64(UInt32.max))))))
             let writer = outbound
             await registry.agentConnected(.init(
@@ -98,6 +105,9 @@ struct AgentConnection {
                 info: ConnectedAgentInfo(id: agent, address: address, softwareVersion: hello.softwareVersion, connectedAt: Date(), lastSeen: Date()),
                 send: { message in try? await writer.write(message) }))
             logger.info("agent connected", metadata: ["version": "\(hello.softwareVersion)"])
+            // The server's own heartbeats (protocol.md §6.3) measure the round trip and let the
+            // agent notice a silent server.
+            state.heartbeats = Task { await sendHeartbeats(outbound) }
 
         case .sessionOpen(let open):
             do {
@@ -140,8 +150,14 @@ struct AgentConnection {
         case .sessionClose(let close):
             guard let session = state.session else { return }
             state.session = nil
-            let durable = try await session.close()
-            await registry.sessionEnded(session.id)
+            let durable: UInt64
+            do { durable = try await session.close() } catch {
+                // Finalizing failed (storage): the session is over all the same; say what is kept.
+                await registry.sessionEnded(session)
+                try await endSession(session, after: error, outbound: outbound)
+                return
+            }
+            await registry.sessionEnded(session)
             try await sendAck(durable, session: session, outbound: outbound)
             try await outbound.write(.sessionClosed(SessionClosed(sessionID: close.sessionID, outcome: .finalized, durableSequence: durable)))
 
@@ -149,7 +165,7 @@ struct AgentConnection {
             guard let session = state.session else { return }
             state.session = nil
             await session.cancel(reason: cancel.reason)
-            await registry.sessionEnded(session.id)
+            await registry.sessionEnded(session)
             try await outbound.write(.sessionClosed(SessionClosed(sessionID: cancel.sessionID, outcome: .cancelled, durableSequence: 0)))
 
         case .heartbeat(let heartbeat):
@@ -157,9 +173,23 @@ struct AgentConnection {
             try await outbound.write(.heartbeatReply(HeartbeatReply(answering: heartbeat, receiveTime: received, transmitTime: Self.monotonicNanos())))
             await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: state.session?.id.value)
 
+        case .heartbeatReply(let reply):
+            let roundTrip = Double(reply.roundTripTime(arrivalTime: Self.monotonicNanos())) / 1e6
+            await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: max(roundTrip, 0),
+                                     sessionID: state.session?.id.value)
+
         case .error(let report):
             logger.warning("agent reported an error", metadata: ["code": "\(report.code)", "scope": "\(report.scope)", "message": "\(report.message)"])
             if report.scope == .connection { throw Outcome.closeConnection }
+            // The agent ends its session (protocol.md §6.5): finalized with what is durable.
+            // Except its refusal of a StartSession while it records (`sessionAlreadyOpen`),
+            // which is about the command, not the session that goes on.
+            if report.code != .sessionAlreadyOpen, let session = state.session {
+                state.session = nil
+                await registry.sessionEnded(session)
+                try await endSession(session, after: ProtocolError(report.code, scope: .session, "the agent reported: \(report.message)"),
+                                     outbound: outbound, reportError: false)
+            }
 
         default:
             break
@@ -188,21 +218,52 @@ struct AgentConnection {
         metrics.ackSent()
     }
 
-    /// Sends the error to the agent. Session scope ends the session and keeps the connection;
-    /// connection scope closes it.
+    /// Sends the error to the agent. Session scope ends the open session (protocol.md §8):
+    /// it is finalized with what was durable (or discarded if it never had a sample), its
+    /// slot and files are released, and `SessionClosed` tells the agent the durable point;
+    /// the connection stays. Connection scope closes the connection, and the session waits
+    /// for a resume as after any disconnect.
     private func report(_ error: ProtocolError, state: inout ConnectionState, outbound: NIOAsyncChannelOutboundWriter<Message>, logger: Logger) async throws {
         metrics.error(code: error.code)
         logger.log(level: error.code == .authenticationFailed ? .notice : .warning, "protocol error", metadata: [
             "code": "\(error.code)", "scope": "\(error.scope)", "message": "\(error.message)"])
         if error.code == .authenticationFailed { metrics.connectionRefused(reason: "authentication") }
-        try? await outbound.write(.error(ErrorReport(error, maxBytes: limits.maxStringBytes)))
-        if error.scope == .connection { throw Outcome.closeConnection }
-        if let session = state.session, await session.isFinished {
-            await registry.sessionEnded(session.id)
-            state.session = nil
+        guard error.scope == .session, let session = state.session else {
+            try? await outbound.write(.error(ErrorReport(error, maxBytes: limits.maxStringBytes)))
+            if error.scope == .connection { throw Outcome.closeConnection }
+            state.validator.sessionEnded()
+            return
         }
-        if state.session == nil { state.validator.sessionEnded() }
+        state.session = nil
+        state.validator.sessionEnded()
+        await registry.sessionEnded(session)
+        try await endSession(session, after: error, outbound: outbound)
     }
+
+    /// Ends `session` after a session-scoped error and tells the agent: the Error (unless the
+    /// agent raised it), the final Ack, then `SessionClosed` with the durable point (0 when
+    /// nothing was kept).
+    private func endSession(_ session: RecordingSession, after error: ProtocolError, outbound: NIOAsyncChannelOutboundWriter<Message>,
+                            reportError: Bool = true) async throws {
+        let durable = await session.end(after: error)
+        if reportError { try? await outbound.write(.error(ErrorReport(error, maxBytes: limits.maxStringBytes))) }
+        if durable > 0 { try await sendAck(durable, session: session, outbound: outbound) }
+        try await outbound.write(.sessionClosed(SessionClosed(sessionID: session.id, outcome: .finalized, durableSequence: durable)))
+    }
+
+    /// Sends a Heartbeat every interval until the connection ends; the agent's replies give
+    /// the round trip shown by the admin API.
+    private func sendHeartbeats(_ outbound: NIOAsyncChannelOutboundWriter<Message>) async {
+        var nonce: UInt64 = 0
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: Self.heartbeatInterval) } catch { return }
+            nonce += 1
+            do { try await outbound.write(.heartbeat(Heartbeat(nonce: nonce, originTime: Self.monotonicNanos()))) } catch { return }
+        }
+    }
+
+    /// Announced in HelloReply; the server sends its own heartbeats at the same interval.
+    static let heartbeatInterval = Duration.seconds(5)
 
     /// A session is streaming: let its samples collect briefly between reads (ReadBatchingHandler).
     private func startBatchingReads() {

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import RecordingTLS
 import Shared
 
 /// The agent-facing listener: TCP + TLS 1.3 (mutual by default), then the framed protocol.
@@ -17,10 +18,12 @@ public struct IngestServer: Sendable {
     public var serverID: Identifier
     /// See `ServerConfiguration.readCoalescingMillis` and `ReadBatchingHandler`.
     public var readCoalescing: Duration
+    /// What a peer may make the server hold or wait for (protocol.md §9).
+    public var budgets: IngestBudgets
 
     public init(host: String, port: Int, tls: TLSConfiguration?, authenticator: AgentAuthenticator,
                 limits: ProtocolLimits = .default, idleTimeout: Duration = .seconds(30), serverID: Identifier = "record-server",
-                readCoalescing: Duration = .milliseconds(200)) {
+                readCoalescing: Duration = .milliseconds(200), budgets: IngestBudgets = IngestBudgets()) {
         self.host = host
         self.port = port
         self.tls = tls
@@ -29,6 +32,9 @@ public struct IngestServer: Sendable {
         self.idleTimeout = idleTimeout
         self.serverID = serverID
         self.readCoalescing = readCoalescing
+        var budgets = budgets
+        budgets.idleTimeout = idleTimeout
+        self.budgets = budgets
     }
 
     /// Binds, reports the bound port, and serves until the task is cancelled.
@@ -36,7 +42,10 @@ public struct IngestServer: Sendable {
                     onBound: @Sendable (Int) -> Void) async throws {
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
         let limits = self.limits
-        let idleTimeout = self.idleTimeout
+        let guards = MessageBatchDecoderHandler.Guards(
+            budgets: budgets, partialFrames: SharedByteBudget(name: "partial_frames", limit: budgets.partialFrameBytes),
+            preAuthentication: SharedByteBudget(name: "pre_authentication", limit: budgets.preAuthenticationBytes), metrics: metrics,
+            requiredALPN: tls == nil ? nil : MCRPTransport.alpnProtocol)
         let readDelay = TimeAmount.nanoseconds(Int64(readCoalescing.components.seconds) * 1_000_000_000
             + readCoalescing.components.attoseconds / 1_000_000_000)
         let server = try await ServerBootstrap(group: group)
@@ -52,7 +61,7 @@ public struct IngestServer: Sendable {
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     do {
-                        try Self.configure(channel, sslContext: sslContext, readDelay: readDelay, idleTimeout: idleTimeout, limits: limits)
+                        try Self.configure(channel, sslContext: sslContext, readDelay: readDelay, limits: limits, guards: guards)
                         return try NIOAsyncChannel<[Message], Message>(
                             wrappingChannelSynchronously: channel,
                             configuration: .init(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8)))
@@ -80,18 +89,17 @@ public struct IngestServer: Sendable {
         }
     }
 
-    /// One accepted connection's pipeline: TLS, read batching, idle timeout, the framed codec.
+    /// One accepted connection's pipeline: TLS, read batching, the framed codec with the
+    /// peer's budgets and deadlines.
     static func configure(_ channel: any Channel, sslContext: NIOSSLContext?, readDelay: TimeAmount,
-                          idleTimeout: Duration, limits: ProtocolLimits) throws {
+                          limits: ProtocolLimits, guards: MessageBatchDecoderHandler.Guards) throws {
         let sync = channel.pipeline.syncOperations
         // Small acks and heartbeat replies go out at once. IPPROTO_TCP level, not SOL_SOCKET:
         // there the same number is SO_DEBUG.
         try channel.syncOptions?.setOption(.tcpOption(.tcp_nodelay), value: 1)
         if let sslContext { try sync.addHandler(NIOSSLServerHandler(context: sslContext)) }
         try sync.addHandler(ReadBatchingHandler(delay: readDelay))
-        try sync.addHandler(IdleStateHandler(readTimeout: TimeAmount.nanoseconds(Int64(idleTimeout.components.seconds) * 1_000_000_000)))
-        try sync.addHandler(IdleTimeoutHandler())
-        try sync.addHandler(MessageBatchDecoderHandler(limits: limits))
+        try sync.addHandler(MessageBatchDecoderHandler(limits: limits, guards: guards))
         try sync.addHandler(MessageEncoderHandler())
     }
 }

@@ -7,7 +7,16 @@ struct MessageStreamDecoder {
     private var parser: MessageParser
     private var failed = false
 
-    init(limits: ProtocolLimits) { parser = MessageParser(limits: limits) }
+    init(limits: ProtocolLimits, preAuthenticationMaxPayload: Int? = nil) {
+        parser = MessageParser(limits: limits, preAuthenticationMaxPayload: preAuthenticationMaxPayload)
+    }
+
+    mutating func liftPreAuthenticationLimit() { parser.liftPreAuthenticationLimit() }
+
+    /// Bytes held towards a frame not yet complete.
+    var partialFrameBytes: Int { parser.partialFrameBytes }
+    var frameCount: Int { parser.frameCount }
+    var partialFrame: (held: Bool, length: Int?) { (parser.holdsPartialFrame, parser.pendingPayloadLength) }
 
     /// Appends `bytes` and hands on every whole message; throws the violation once.
     mutating func decode(_ bytes: ByteBuffer, _ emit: (Message) -> Void) throws {
@@ -41,42 +50,6 @@ final class MessageDecoderHandler: ChannelInboundHandler, RemovableChannelHandle
     }
 }
 
-/// The server's decoder: like `MessageDecoderHandler`, but passes on everything one read cycle
-/// brought as one batch (at `channelReadComplete`), so the connection task wakes, and calls
-/// its session, once per cycle instead of once per sample. A batch holds at most what one
-/// cycle read (the channel's read limits bound it); messages before a protocol violation are
-/// passed on before the error.
-final class MessageBatchDecoderHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = [Message]
-
-    private var decoder: MessageStreamDecoder
-    private var batch: [Message] = []
-
-    init(limits: ProtocolLimits) { decoder = MessageStreamDecoder(limits: limits) }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        do {
-            try decoder.decode(unwrapInboundIn(data)) { batch.append($0) }
-        } catch {
-            flushBatch(context: context)
-            context.fireErrorCaught(error)
-        }
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        flushBatch(context: context)
-        context.fireChannelReadComplete()
-    }
-
-    private func flushBatch(context: ChannelHandlerContext) {
-        guard !batch.isEmpty else { return }
-        let messages = batch
-        batch = []
-        context.fireChannelRead(wrapInboundOut(messages))
-    }
-}
-
 /// Encodes outgoing messages into frames.
 final class MessageEncoderHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = Message
@@ -91,19 +64,6 @@ final class MessageEncoderHandler: ChannelOutboundHandler, RemovableChannelHandl
             context.write(wrapOutboundOut(buffer), promise: promise)
         } catch {
             promise?.fail(error)
-        }
-    }
-}
-
-/// Closes a connection that has been silent for longer than the idle timeout (protocol.md §7.4).
-final class IdleTimeoutHandler: ChannelInboundHandler {
-    typealias InboundIn = NIOAny
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
-            context.fireErrorCaught(ProtocolError(.idleTimeout, "no frame received within the idle timeout"))
-        } else {
-            context.fireUserInboundEventTriggered(event)
         }
     }
 }

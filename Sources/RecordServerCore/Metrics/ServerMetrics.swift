@@ -69,6 +69,9 @@ public final class ServerMetrics: IngestMetrics, Sendable {
     private let errorsByCode: [UInt16: Metrics.Counter]
     /// Codes a peer invents are folded into one series so a hostile agent cannot grow the page.
     private let errorsUnknownCode: Metrics.Counter
+    private let budgetRefusals: [String: Metrics.Counter]
+    /// The budgets of protocol.md §9, as `budget` label values.
+    static let budgets = ["sessions", "agent_sessions", "pre_authentication", "hello_deadline", "partial_frames", "frame_deadline"]
 
     /// Media kinds with their own series; anything else is counted as `other`.
     static let mediaKinds = ["video", "audio", "other"]
@@ -78,6 +81,7 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         public static let connectionsOpen = "recordserver_connections_open"
         public static let connectionsAccepted = "recordserver_connections_accepted_total"
         public static let connectionsRefused = "recordserver_connections_refused_total"
+        public static let budgetRefusals = "recordserver_budget_refusals_total"
         public static let sessionsLive = "recordserver_sessions_live"
         public static let sessionsStarted = "recordserver_sessions_started_total"
         public static let sessionsEnded = "recordserver_sessions_ended_total"
@@ -162,6 +166,13 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         errorsByCode = errors
         errorsUnknownCode = counter(Name.protocolErrors, errorsHelp, [("code", "unknown")])
 
+        var refusals: [String: Metrics.Counter] = [:]
+        for budget in Self.budgets {
+            refusals[budget] = counter(Name.budgetRefusals, "Peers refused because they hit a server budget (protocol.md §9), by budget.",
+                                       [("budget", budget)])
+        }
+        budgetRefusals = refusals
+
         // Refusal reasons are strings chosen by the ingest code; the common ones are made now so
         // they show as 0, others appear on first use (see `connectionRefused`).
         for reason in ["tls", "authentication", "capacity", "shutting_down"] {
@@ -221,6 +232,10 @@ public final class ServerMetrics: IngestMetrics, Sendable {
             descriptor: Self.descriptor(Name.connectionsRefused, "Agent connections refused, by reason."),
             labels: [("reason", label)])
         handler.increment(by: Int64(1))
+    }
+
+    public func budgetRefused(_ budget: String) {
+        budgetRefusals[budget]?.increment()
     }
 
     public func sessionStarted() {

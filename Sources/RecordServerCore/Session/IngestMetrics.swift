@@ -6,6 +6,9 @@ public protocol IngestMetrics: Sendable {
     func connectionOpened()
     func connectionClosed()
     func connectionRefused(reason: String)
+    /// A peer hit one of the server's budgets (protocol.md §9): `sessions`, `agent_sessions`,
+    /// `pre_authentication`, `hello_deadline`, `partial_frames`, `frame_deadline`.
+    func budgetRefused(_ budget: String)
     func sessionStarted()
     func sessionEnded(outcome: RecordingStatus)
     func sampleIngested(kind: String, bytes: Int)
@@ -22,6 +25,7 @@ public struct NoMetrics: IngestMetrics {
     public func connectionOpened() {}
     public func connectionClosed() {}
     public func connectionRefused(reason: String) {}
+    public func budgetRefused(_ budget: String) {}
     public func sessionStarted() {}
     public func sessionEnded(outcome: RecordingStatus) {}
     public func sampleIngested(kind: String, bytes: Int) {}

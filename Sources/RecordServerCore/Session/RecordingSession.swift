@@ -32,6 +32,12 @@ actor RecordingSession {
     private(set) var highestReceived: UInt64
     private var endedTracks: Set<UInt8> = []
     private var recordedSegments: Set<Int> = []
+    /// The first sample the muxer refused (protocol.md §6.12): the ack point never passes it,
+    /// and the session ends with every sample before it.
+    private var refusedSequence: UInt64?
+
+    /// Whether the session holds any sample (received here or, after a restart, in its file).
+    private var hasSamples: Bool { highestReceived > 0 }
 
     init(id: SessionID, agentID: String, open: SessionOpen, directory: String, startedAt: Date, muxer: MP4Muxer,
          acknowledged: UInt64, connection: UInt64, catalog: any RecordingCatalog, settings: SessionSettings,
@@ -86,11 +92,19 @@ actor RecordingSession {
         }
     }
 
-    /// The connection ended without closing the session: wait for a resume.
-    func detach(connection: UInt64, now: ContinuousClock.Instant) {
-        guard case .attached(let current) = phase, current == connection else { return }
+    /// The connection ended without closing the session: wait for a resume. A session that
+    /// never received a sample has nothing to keep: it is discarded at once, so that a peer
+    /// opening sessions and dropping the connection holds no slot, file or catalog row
+    /// (protocol.md §9). Returns true when the session ended here.
+    func detach(connection: UInt64, now: ContinuousClock.Instant) -> Bool {
+        guard case .attached(let current) = phase, current == connection else { return false }
+        guard hasSamples else {
+            discardEmpty(reason: "the connection ended before the first sample")
+            return true
+        }
         phase = .detached(deadline: now + settings.resumeWindow)
         logger.notice("agent disconnected; waiting \(settings.resumeWindow) for a resume")
+        return false
     }
 
     // MARK: Samples
@@ -134,12 +148,14 @@ actor RecordingSession {
         do {
             events = try muxer.append(input)
         } catch {
-            return try handle(error, track: sample.track)
+            return try handle(error, track: sample.track, sequence: sample.sequence)
         }
         // In place: a copy of the statistics would copy their rate window on every sample.
         tracks[sample.track]?.record(pts: sample.pts, bytes: sample.data.readableBytes)
         metrics.sampleIngested(kind: stats.kind, bytes: sample.data.readableBytes)
-        return try process(events)
+        let advanced = try process(events)
+        try endIfRefused()
+        return advanced
     }
 
     /// Tells the metrics how this session's not-yet-durable bytes changed since last time
@@ -165,10 +181,12 @@ actor RecordingSession {
         }
         let events: [MuxerEvent]
         do { events = try muxer.endTrack(TrackMapping.muxerTrackID(end.track)) } catch {
-            return try handle(error, track: end.track)
+            return try handle(error, track: end.track, sequence: nil)
         }
         defer { reportQueue() }
-        return try process(events)
+        let advanced = try process(events)
+        try endIfRefused()
+        return advanced
     }
 
     func recordDrops(_ report: DropReport) {
@@ -187,6 +205,34 @@ actor RecordingSession {
             throw ProtocolError(.storageFailure, "session \(id) could not be finalized")
         }
         return acknowledged
+    }
+
+    /// A session-scoped error ends the session it names (protocol.md §8), whoever raised it:
+    /// finalized as `failed` with every durable sample, or discarded when it never received
+    /// one. Returns the durable point for the `SessionClosed` that tells the agent.
+    func end(after error: ProtocolError) -> UInt64 {
+        if !isFinished {
+            if hasSamples {
+                finalize(as: .failed, reason: "\(error.code): \(error.message)")
+            } else {
+                discardEmpty(reason: "\(error.code): \(error.message)")
+            }
+        }
+        if case .finished(.cancelled) = phase { return 0 }
+        return acknowledged
+    }
+
+    /// Ends a session that never received a sample and removes every trace of it: its
+    /// directory (with the `session.mcrp` sidecar) and its catalog rows.
+    private func discardEmpty(reason: String) {
+        guard !isFinished else { return }
+        muxer.cancel()
+        try? FileManager.default.removeItem(atPath: directory)
+        try? catalog.deleteSession(id: id.value)
+        phase = .finished(.cancelled)
+        metrics.sessionEnded(outcome: .cancelled)
+        reportQueue()
+        logger.notice("session ended before its first sample; nothing kept", metadata: ["reason": "\(reason)"])
     }
 
     /// Discard everything recorded.
@@ -223,9 +269,12 @@ actor RecordingSession {
         finalize(as: status, reason: status == .interrupted ? "agent did not resume within \(settings.resumeWindow)" : nil)
     }
 
-    func deadlinePassed(_ now: ContinuousClock.Instant) -> Bool {
-        if case .detached(let deadline) = phase { return now >= deadline }
-        return false
+    /// Finalizes the session as `interrupted` if it is still detached past its resume
+    /// deadline. One actor turn checks and acts, so a resume cannot slip in between.
+    /// Returns whether the session is over (for whatever reason).
+    func expireIfAbandoned(_ now: ContinuousClock.Instant) -> Bool {
+        if case .detached(let deadline) = phase, now >= deadline { expire() }
+        return isFinished
     }
 
     // MARK: Introspection
@@ -260,20 +309,25 @@ actor RecordingSession {
             switch event {
             case .fragmentDurable(let report):
                 metrics.fragmentWritten(bytes: report.byteCount, write: report.writeDuration, sync: report.syncDuration)
-                if report.durableThroughSequence > acknowledged {
-                    acknowledged = report.durableThroughSequence
+                let durable = min(report.durableThroughSequence, refusedSequence.map { $0 - 1 } ?? .max)
+                if durable > acknowledged {
+                    acknowledged = durable
                     advanced = acknowledged
                 }
                 if recordedSegments.insert(report.segmentIndex).inserted { recordSegmentStarted(report.segmentIndex) }
             case .segmentCompleted(let summary):
                 recordSegment(summary, status: .completed)
             case .trackStalled(let trackID):
-                logger.warning("track stalled: interleaving continues without it", metadata: ["track": "\(trackID - 1)"])
+                logger.warning("track stalled: interleaving continues without it", metadata: ["track": "\(TrackMapping.wireTrackID(trackID))"])
             case .trackResumed(let trackID):
-                logger.info("stalled track delivers again", metadata: ["track": "\(trackID - 1)"])
+                logger.info("stalled track delivers again", metadata: ["track": "\(TrackMapping.wireTrackID(trackID))"])
             case .sampleRejected(let trackID, let sequence, let reason):
-                tracks[UInt8(trackID - 1)]?.rejected += 1
-                logger.warning("sample rejected", metadata: ["track": "\(trackID - 1)", "sequence": "\(sequence)", "reason": "\(reason)"])
+                // Refused after interleaving (it predates the file's time origin): the sample
+                // is not in the file, so the ack point must stay below it.
+                let track = TrackMapping.wireTrackID(trackID)
+                tracks[track]?.rejected += 1
+                tracks[track]?.lastError = reason
+                refuse(sequence, track: track, reason: reason)
             case .duplicateIgnored:
                 metrics.duplicateIgnored()
             }
@@ -281,9 +335,9 @@ actor RecordingSession {
         return advanced
     }
 
-    /// A muxer error: bad sample content costs that sample (or the session, when configured);
-    /// a storage error fails the session and keeps what is durable.
-    private func handle(_ error: MuxerError, track: UInt8) throws(ProtocolError) -> UInt64? {
+    /// A muxer error: bad sample content ends the session before that sample (protocol.md
+    /// §6.12 `sampleRefused`); a storage error fails the session and keeps what is durable.
+    private func handle(_ error: MuxerError, track: UInt8, sequence: UInt64?) throws(ProtocolError) -> UInt64? {
         switch error.code {
         case .io:
             fail(.failed, error.message)
@@ -292,16 +346,37 @@ actor RecordingSession {
         case .notRunning:
             throw ProtocolError(.noOpenSession, scope: .session, "session \(id) is no longer recording")
         default:
+            let reason = TrackMapping.describe(error)
             tracks[track]?.rejected += 1
-            tracks[track]?.lastError = error.description
-            logger.warning("sample refused", metadata: ["track": "\(track)", "error": "\(error)"])
-            if settings.failSessionOnTrackError {
-                tracks[track]?.status = .failed
-                fail(.failed, "track \(track): \(error.description)")
-                throw ProtocolError(.invalidField, scope: .session, "track \(track): \(error.description)")
+            tracks[track]?.lastError = reason
+            guard let sequence else {
+                fail(.failed, "track \(track): \(reason)")
+                throw ProtocolError(.invalidField, scope: .session, "track \(track): \(reason)")
             }
+            refuse(sequence, track: track, reason: reason)
+            try endIfRefused()
             return nil
         }
+    }
+
+    /// Remembers the first refused sample; ``endIfRefused()`` then ends the session.
+    private func refuse(_ sequence: UInt64, track: UInt8, reason: String) {
+        logger.warning("sample refused; the session ends before it", metadata: [
+            "track": "\(track)", "sequence": "\(sequence)", "reason": "\(reason)"])
+        guard refusedSequence.map({ sequence < $0 }) ?? true else { return }
+        refusedSequence = sequence
+        refusal = reason.contains("sequence \(sequence)") ? reason : "track \(track) sequence \(sequence): \(reason)"
+    }
+    private var refusal = ""
+
+    /// A refused sample ends the session: everything before it is finalized into the file,
+    /// the ack point stays below it, and the agent is told with `sampleRefused`.
+    private func endIfRefused() throws(ProtocolError) {
+        guard let refused = refusedSequence else { return }
+        if !isFinished { finalize(as: .failed, reason: "\(ProtocolError.Code.sampleRefused): \(refusal)") }
+        acknowledged = min(acknowledged, refused - 1)
+        throw ProtocolError(.sampleRefused, scope: .session,
+                            "\(refusal); the session ended: samples 1...\(acknowledged) are stored, none after")
     }
 
     private func fail(_ status: RecordingStatus, _ reason: String) {
@@ -332,7 +407,7 @@ actor RecordingSession {
         do {
             let summary = try muxer.finish()
             _ = try? process(summary.events.filter { if case .segmentCompleted = $0 { false } else { true } })
-            acknowledged = max(acknowledged, muxer.durableThroughSequence)
+            acknowledged = max(acknowledged, min(muxer.durableThroughSequence, refusedSequence.map { $0 - 1 } ?? .max))
             for segment in summary.segments { recordSegment(segment, status: status) }
             phase = .finished(status)
             try? catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason)

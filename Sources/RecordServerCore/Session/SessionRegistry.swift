@@ -32,6 +32,7 @@ public actor SessionRegistry {
     private let locate: SessionLocator
     private let logger: Logger
     private let maxSessions: Int
+    private let maxSessionsPerAgent: Int
     private let clock = ContinuousClock()
     private var sessions: [SessionID: RecordingSession] = [:]
     private var dormant: [SessionID: DormantSession] = [:]
@@ -39,12 +40,13 @@ public actor SessionRegistry {
     private var nextConnection: UInt64 = 1
     public private(set) var isShuttingDown = false
 
-    public init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, metrics: any IngestMetrics,
-                logger: Logger, dataDirectory: String, locate: @escaping SessionLocator) {
+    public init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
+                metrics: any IngestMetrics, logger: Logger, dataDirectory: String, locate: @escaping SessionLocator) {
         self.catalog = catalog
         self.dataDirectory = dataDirectory
         self.settings = settings
         self.maxSessions = maxSessions
+        self.maxSessionsPerAgent = maxSessionsPerAgent
         self.metrics = metrics
         self.logger = logger
         self.locate = locate
@@ -87,7 +89,14 @@ public actor SessionRegistry {
             throw ProtocolError(.sessionBusy, "session id \(open.sessionID) is already in use; choose a new one")
         }
         guard sessions.values.count < maxSessions else {
-            throw ProtocolError(.resourceExhausted, "the server records \(maxSessions) sessions at most")
+            metrics.budgetRefused("sessions")
+            throw ProtocolError(.resourceExhausted, "the server records \(maxSessions) sessions at most (maxSessions); try again when one ends")
+        }
+        let ofThisAgent = sessions.values.filter { $0.agentID == agentID }.count + dormant.values.filter { $0.record.agentID == agentID }.count
+        guard ofThisAgent < maxSessionsPerAgent else {
+            metrics.budgetRefused("agent_sessions")
+            throw ProtocolError(.resourceExhausted, "agent \(agentID) has \(ofThisAgent) sessions open or waiting for a resume, "
+                                + "the most one agent may have (maxSessionsPerAgent)")
         }
         var trackConfigs: [TrackConfiguration] = []
         for d in open.tracks { trackConfigs.append(try TrackMapping.configuration(d)) }
@@ -103,8 +112,11 @@ public actor SessionRegistry {
                                                                            baseName: location.baseName, creationTime: Int64(now.timeIntervalSince1970)))
             try muxer.start()
         } catch let error as MuxerError where error.code == .invalidConfiguration {
+            // Nothing was recorded: leave nothing behind (the sidecar was written first).
+            try? FileManager.default.removeItem(atPath: location.directory)
             throw ProtocolError(.invalidCodecConfig, error.message)
         } catch {
+            try? FileManager.default.removeItem(atPath: location.directory)
             throw ProtocolError(.storageFailure, "cannot start the recording: \(error.message)")
         }
         let labels = Dictionary(open.labels.map { ($0.key.value, $0.value) }, uniquingKeysWith: { a, _ in a })
@@ -154,7 +166,9 @@ public actor SessionRegistry {
         return (session, await session.resumePoint)
     }
 
-    func sessionEnded(_ id: SessionID) { sessions[id] = nil }
+    func sessionEnded(_ session: RecordingSession) {
+        if sessions[session.id] === session { sessions[session.id] = nil }
+    }
 
     /// Sessions unfinished in the catalog (the server died while they recorded) wait for
     /// their agents for one resume window, then are finalized as recovered.
@@ -170,16 +184,15 @@ public actor SessionRegistry {
         }
     }
 
-    /// Finalizes sessions whose resume window has passed. Called periodically.
+    /// Finalizes sessions whose resume window has passed. Called periodically. The check and
+    /// the finalize happen in one turn of the session's actor, so an agent resuming at that
+    /// moment either gets its session back or finds it finished, never a session finalized
+    /// under it.
     public func sweep() async {
         let now = clock.now
-        for (id, session) in sessions {
-            if await session.deadlinePassed(now) {
-                await session.expire()
-                sessions[id] = nil
-            } else if await session.isFinished {
-                sessions[id] = nil
-            }
+        for (id, session) in sessions where await session.expireIfAbandoned(now) {
+            // Re-checked after the await: a session opened again under this id meanwhile stays.
+            if sessions[id] === session { sessions[id] = nil }
         }
         for (id, sleeping) in dormant where now >= sleeping.deadline {
             dormant[id] = nil

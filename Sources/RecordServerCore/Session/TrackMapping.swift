@@ -5,6 +5,26 @@ import Shared
 enum TrackMapping {
     static func muxerTrackID(_ protocolID: UInt8) -> UInt32 { UInt32(protocolID) + 1 }
 
+    /// The protocol id of a muxer track: what logs, errors and the catalog show (protocol.md
+    /// §6.6.1), so an operator sees the numbers the agent used.
+    static func wireTrackID(_ muxerID: UInt32) -> UInt8 { UInt8(clamping: max(muxerID, 1) - 1) }
+
+    /// A muxer error's text with its track numbers ("track N", MP4 ids) given as protocol ids.
+    static func describe(_ error: MuxerError) -> String {
+        var out = ""
+        var rest = Substring(error.message)
+        while let range = rest.range(of: "track ") {
+            out += rest[..<range.upperBound]
+            rest = rest[range.upperBound...]
+            let digits = rest.prefix(while: \.isNumber)
+            if let id = UInt32(digits) {
+                out += "\(wireTrackID(id))"
+                rest = rest.dropFirst(digits.count)
+            }
+        }
+        return "\(error.code): " + out + rest
+    }
+
     static func configuration(_ descriptor: TrackDescriptor) throws(ProtocolError) -> TrackConfiguration {
         let codec: TrackConfiguration.Codec
         var rotation = 0

@@ -16,6 +16,8 @@ struct TrackStatistics: Sendable {
     var rejected: Int64 = 0
     var lastError: String?
     var lastPTS: Int64?
+    /// Media time the rates are taken over: two seconds.
+    static let rateWindow: Int64 = 2_000_000_000
     /// (pts, bytes) of recent samples, for fps and bitrate over the last two seconds.
     private var window: [(pts: Int64, bytes: Int)] = []
 
@@ -33,13 +35,16 @@ struct TrackStatistics: Sendable {
         bytes += Int64(count)
         lastPTS = max(lastPTS ?? pts, pts)
         window.append((pts, count))
-        let horizon = (lastPTS ?? pts) - 2_000_000_000
+        // pts is the agent's number: the window's start saturates instead of overflowing.
+        let (start, overflow) = (lastPTS ?? pts).subtractingReportingOverflow(Self.rateWindow)
+        let horizon = overflow ? Int64.min : start
         if let cut = window.firstIndex(where: { $0.pts >= horizon }), cut > 0 { window.removeFirst(cut) }
     }
 
     var rates: (fps: Double, bitrate: Double) {
         guard let first = window.first?.pts, let last = lastPTS, last > first, window.count > 1 else { return (0, 0) }
-        let seconds = Double(last - first) / 1e9
+        // In Double: last - first may not fit 64 bits for hostile timestamps.
+        let seconds = (Double(last) - Double(first)) / 1e9
         return (Double(window.count - 1) / seconds, Double(window.dropFirst().reduce(0) { $0 + $1.bytes }) * 8 / seconds)
     }
 }

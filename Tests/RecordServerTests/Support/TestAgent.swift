@@ -62,6 +62,7 @@ final class TestAgent: @unchecked Sendable {
     func next(skippingAcks: Bool = false) async throws -> Message? {
         while let message = try await iterator.next() {
             if case .heartbeatReply = message { continue }
+            if case .heartbeat = message { continue }  // the server's own (protocol.md §6.3)
             if skippingAcks, case .ack = message { continue }
             return message
         }

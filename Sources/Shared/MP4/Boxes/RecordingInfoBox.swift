@@ -21,7 +21,7 @@ public struct RecordingInfoBox: DecodableBox, Equatable {
     }
 
     /// Where this file starts on the session timeline.
-    public var segmentStartNanos: Int64 { segmentOriginNanos - sessionOriginNanos }
+    public var segmentStartNanos: Int64 { TimeScaling.difference(segmentOriginNanos, sessionOriginNanos) }
 
     public var payloadSize: Int { 4 + 24 + 4 }
     public func encodePayload(into w: inout ByteWriter) {

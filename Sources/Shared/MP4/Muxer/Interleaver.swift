@@ -120,7 +120,7 @@ struct Interleaver {
         // against the newest DTS received anywhere, not the held candidate: the candidate
         // stops advancing precisely while it waits.
         let reference = queues[i].lastDTSReceived ?? earliestDTSSeen ?? candidateDTS
-        guard newestDTSReceived - reference > stallTimeout else { return false }
+        guard TimeScaling.difference(newestDTSReceived, reference) > stallTimeout else { return false }
         queues[i].stalled = true
         events.append(.stalled(trackIndex: i, lastDTS: queues[i].lastDTSReceived))
         return true

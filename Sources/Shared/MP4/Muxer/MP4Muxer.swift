@@ -33,6 +33,9 @@ public final class MP4Muxer {
     private var split: (pts: Int64, dts: Int64)?
     private var splitRequested = false
     private var sessionOrigin: Int64?
+    /// The dts every later one must stay near (``MuxerTimestampBounds/maxRecordingSpan``): the
+    /// first appended, or after a resume the reopened file's decode origin.
+    private var timeReference: Int64?
     private var completed: [SegmentSummary] = []
     private var allPaths: [String] = []
 
@@ -51,8 +54,13 @@ public final class MP4Muxer {
         guard Set(configuration.tracks.map(\.id)).count == configuration.tracks.count else {
             throw MuxerError(.invalidConfiguration, "track ids must be unique")
         }
-        guard configuration.fragmentDuration > 0, configuration.stallTimeout > 0 else {
-            throw MuxerError(.invalidConfiguration, "fragment duration and stall timeout must be positive")
+        let intervals = 1...MuxerTimestampBounds.maxConfiguredInterval
+        guard intervals.contains(configuration.fragmentDuration), intervals.contains(configuration.stallTimeout) else {
+            throw MuxerError(.invalidConfiguration, "fragment duration and stall timeout must be positive and at most 2^40 ns")
+        }
+        guard configuration.maxSegmentDuration.map(intervals.contains) ?? true, (configuration.maxSegmentBytes ?? 1) > 0,
+              configuration.maxSampleSize > 0, configuration.maxQueuedBytesPerTrack > 0 else {
+            throw MuxerError(.invalidConfiguration, "segment limits, sample size and queue limits must be positive (durations at most 2^40 ns)")
         }
         var prepared: [PreparedTrack] = []
         for t in configuration.tracks { prepared.append(try PreparedTrack(t)) }
@@ -98,6 +106,7 @@ public final class MP4Muxer {
         muxer.current = writer
         muxer.allPaths.append(writer.path)
         muxer.sessionOrigin = writer.info?.sessionOriginNanos
+        muxer.timeReference = writer.decodeOrigin
         muxer.lastDTS = state.lastDTS
         muxer.ledger = SequenceLedger(resumingAt: state.durableThrough, alreadyHeld: state.sequences)
         muxer.status = .running
@@ -128,6 +137,9 @@ public final class MP4Muxer {
         if ledger.isDuplicate(sample.sequence) {
             return [.duplicateIgnored(trackID: sample.trackID, sequence: sample.sequence)]
         }
+        if let violation = MuxerTimestampBounds.violation(pts: sample.pts, dts: sample.dts, duration: sample.duration, reference: timeReference) {
+            throw MuxerError(.timestampOutOfRange, "track \(sample.trackID) sequence \(sample.sequence): \(violation)")
+        }
         if let last = lastDTS[t], sample.dts <= last {
             throw MuxerError(.decodeTimeWentBackwards, "track \(sample.trackID) sequence \(sample.sequence): DTS \(sample.dts) not after \(last)")
         }
@@ -136,6 +148,7 @@ public final class MP4Muxer {
         }
         let prepared = try SamplePreparation.prepare(sample, trackIndex: t, track: tracks[t], maxSampleSize: configuration.maxSampleSize)
         lastDTS[t] = sample.dts
+        timeReference = timeReference ?? sample.dts
         ledger.appended(sample.sequence)
         interleaver.push(prepared)
         return try pump()
@@ -270,7 +283,7 @@ public final class MP4Muxer {
         }
         guard let draining, let split, !switched[t] else { return current }
         let moves = tracks[t].isVideo ? (sample.isSync && sample.dts >= split.dts) : sample.pts >= split.pts
-        if moves || sample.dts - split.dts > Self.segmentDrainLimit {
+        if moves || TimeScaling.difference(sample.dts, split.dts) > Self.segmentDrainLimit {
             switched[t] = true
             if switched.enumerated().allSatisfy({ $1 || ended[$0] }) {
                 try finalizeSegment(draining, events: &events)

@@ -8,7 +8,10 @@ enum MovieBuilder {
     /// Seconds between 1904-01-01 (ISO BMFF epoch) and 1970-01-01.
     static let epochOffset: Int64 = 2_082_844_800
 
-    static func isoTime(_ unixSeconds: Int64) -> UInt64 { UInt64(max(0, unixSeconds + epochOffset)) }
+    static func isoTime(_ unixSeconds: Int64) -> UInt64 { UInt64(max(0, TimeScaling.sum(unixSeconds, epochOffset))) }
+
+    /// The inverse of ``isoTime(_:)`` for a time read from a file (saturating).
+    static func unixTime(_ isoSeconds: UInt64) -> Int64 { TimeScaling.difference(Int64(clamping: isoSeconds), epochOffset) }
 
     static func initMovie(tracks: [PreparedTrack], creationTime: Int64, info: RecordingInfoBox) -> MovieBox {
         let created = isoTime(creationTime)
@@ -29,7 +32,7 @@ enum MovieBuilder {
         var best: Int64?
         for (track, table) in zip(tracks, tables) {
             guard let p0 = table.earliestPresentationTime else { continue }
-            let ns = decodeOrigin + TimeScaling.nanos(ticks: p0, timescale: track.timescale)
+            let ns = TimeScaling.sum(decodeOrigin, TimeScaling.nanos(ticks: p0, timescale: track.timescale))
             best = min(best ?? ns, ns)
         }
         return best
@@ -44,20 +47,21 @@ enum MovieBuilder {
             let ts = track.timescale
             let d0 = table.decodeTimes[0]
             let p0 = table.earliestPresentationTime ?? d0
-            let originTicks = TimeScaling.ticks(nanos: info.segmentOriginNanos - info.decodeOriginNanos, timescale: ts)
-            var delay = p0 - originTicks
-            var mediaTime = p0 - d0 + Int64(track.preSkip)
+            // Saturating throughout: the origins and tables may come from a damaged file.
+            let originTicks = TimeScaling.ticks(nanos: TimeScaling.difference(info.segmentOriginNanos, info.decodeOriginNanos), timescale: ts)
+            var delay = TimeScaling.difference(p0, originTicks)
+            var mediaTime = TimeScaling.sum(TimeScaling.difference(p0, d0), Int64(track.preSkip))
             if delay < 0 { // began before the origin (cannot happen for the earliest track): trim it
-                mediaTime -= delay
+                mediaTime = TimeScaling.difference(mediaTime, delay)
                 delay = 0
             }
-            let presented = max(0, table.presentationEndTime - d0 - mediaTime)
+            let presented = max(0, TimeScaling.difference(TimeScaling.difference(table.presentationEndTime, d0), mediaTime))
             let delayMovie = UInt64(TimeScaling.scale(delay, by: Int64(movieTimescale), over: Int64(ts)))
             let presentedMovie = UInt64(TimeScaling.scale(presented, by: Int64(movieTimescale), over: Int64(ts)))
             var edits: [EditListBox.Entry] = []
             if delayMovie > 0 { edits.append(.init(segmentDuration: delayMovie, mediaTime: -1)) }
             edits.append(.init(segmentDuration: presentedMovie, mediaTime: mediaTime))
-            let trackDuration = delayMovie + presentedMovie
+            let trackDuration = delayMovie.addingReportingOverflow(presentedMovie).overflow ? UInt64.max : delayMovie + presentedMovie
             movieDuration = max(movieDuration, trackDuration)
 
             var stbl = SampleTableBox(description: SampleDescriptionBox(entries: [track.sampleEntry]))
@@ -66,10 +70,10 @@ enum MovieBuilder {
             if track.isVideo, !table.allSync { stbl.syncSamples = SyncSampleBox(sampleNumbers: table.syncSampleNumbers) }
             stbl.sampleToChunk = SampleToChunkBox(samplesPerChunk: table.samplesPerChunk)
             stbl.sampleSizes = SampleSizeBox(sizes: table.sizes)
-            stbl.chunkOffsets = ChunkOffsetBox(offsets: table.chunkOffsets.map { UInt64(Int64($0) + offsetShift) })
+            stbl.chunkOffsets = ChunkOffsetBox(offsets: table.chunkOffsets.map { UInt64(clamping: TimeScaling.sum(Int64(clamping: $0), offsetShift)) })
             if !track.isVideo { stbl.rollGroup = opusRollGroup(table) }
             traks.append(trackBox(track, created: isoTime(track.configuration.creationTime ?? creationTime), sampleTable: stbl,
-                                  trackDuration: trackDuration, mediaDuration: UInt64(max(0, table.endDecodeTime - d0)),
+                                  trackDuration: trackDuration, mediaDuration: UInt64(max(0, TimeScaling.difference(table.endDecodeTime, d0))),
                                   edits: EditListBox(entries: edits)))
         }
         return MovieBox(

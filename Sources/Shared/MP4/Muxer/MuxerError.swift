@@ -14,6 +14,8 @@ public struct MuxerError: Error, Equatable, Sendable, CustomStringConvertible {
         case malformedSample
         case codecConfigurationChanged
         case sampleBeforeRecordingStart
+        /// A sample's times are outside ``MuxerTimestampBounds``.
+        case timestampOutOfRange
         case io
         case noCompleteFragment
         case alreadyFinalized

@@ -86,9 +86,12 @@ final class SegmentWriter {
         writer.fileSize = scan.endOfStructure
         for (t, table) in rebuilt.tables.enumerated() where table.sampleCount > 0 {
             let ts = tracks[t].timescale
-            if table.sampleCount > 1 { writer.lastDelta[t] = table.decodeTimes[table.sampleCount - 1] - table.decodeTimes[table.sampleCount - 2] }
-            state.lastDTS[t] = info.decodeOriginNanos + TimeScaling.nanos(ticks: table.decodeTimes[table.sampleCount - 1], timescale: ts)
-            let first = info.decodeOriginNanos + TimeScaling.nanos(ticks: table.decodeTimes[0], timescale: ts)
+            // Saturating: the origin and the tables come from the file, which may be damaged.
+            if table.sampleCount > 1 {
+                writer.lastDelta[t] = TimeScaling.difference(table.decodeTimes[table.sampleCount - 1], table.decodeTimes[table.sampleCount - 2])
+            }
+            state.lastDTS[t] = TimeScaling.sum(info.decodeOriginNanos, TimeScaling.nanos(ticks: table.decodeTimes[table.sampleCount - 1], timescale: ts))
+            let first = TimeScaling.sum(info.decodeOriginNanos, TimeScaling.nanos(ticks: table.decodeTimes[0], timescale: ts))
             writer.firstDTS = min(writer.firstDTS ?? first, first)
             writer.lastDTS = max(writer.lastDTS ?? state.lastDTS[t]!, state.lastDTS[t]!)
         }
@@ -117,13 +120,13 @@ final class SegmentWriter {
     var hasFragments: Bool { info != nil }
     var fragmentCount: Int { Int(nextFragmentSequence) - 1 }
     var sampleCount: Int { durableSamples.reduce(0, +) + pendingSampleCount }
-    var spanNanos: Int64 { (lastDTS ?? 0) - (firstDTS ?? 0) }
+    var spanNanos: Int64 { TimeScaling.difference(lastDTS ?? 0, firstDTS ?? 0) }
 
     /// Whether `sample` should open a new fragment: at a keyframe of the primary track once the
     /// fragment holds a quarter of `fragmentDuration`, and always before it would exceed it.
     func shouldCut(before sample: PreparedSample, primaryTrack: Int) -> Bool {
         guard let first = fragmentFirstDTS, pendingSampleCount > 0 else { return false }
-        let span = sample.dts - first
+        let span = TimeScaling.difference(sample.dts, first)
         if span >= configuration.fragmentDuration { return true }
         return sample.trackIndex == primaryTrack && sample.isSync && tracks[primaryTrack].isVideo
             && span >= configuration.fragmentDuration / 4
@@ -152,13 +155,15 @@ final class SegmentWriter {
         var lastDeltas = lastDelta
         for (t, samples) in pending.enumerated() where !samples.isEmpty {
             let ts = tracks[t].timescale
-            let dts = samples.map { TimeScaling.ticks(nanos: $0.dts - origin, timescale: ts) }
+            // append() keeps every time within MuxerTimestampBounds of the origin; the arithmetic
+            // saturates anyway, so no sample can make this trap.
+            let dts = samples.map { TimeScaling.ticks(nanos: TimeScaling.difference($0.dts, origin), timescale: ts) }
             let cts = samples.enumerated().map { i, s in
-                Int32(clamping: TimeScaling.ticks(nanos: s.pts - origin, timescale: ts) - dts[i])
+                Int32(clamping: TimeScaling.difference(TimeScaling.ticks(nanos: TimeScaling.difference(s.pts, origin), timescale: ts), dts[i]))
             }
             var durations = [UInt32](repeating: 0, count: samples.count)
-            for i in 0..<samples.count - 1 { durations[i] = UInt32(clamping: dts[i + 1] - dts[i]) }
-            if samples.count > 1 { lastDeltas[t] = dts[samples.count - 1] - dts[samples.count - 2] }
+            for i in 0..<samples.count - 1 { durations[i] = UInt32(clamping: TimeScaling.difference(dts[i + 1], dts[i])) }
+            if samples.count > 1 { lastDeltas[t] = TimeScaling.difference(dts[samples.count - 1], dts[samples.count - 2]) }
             let last = samples[samples.count - 1]
             let guessed = last.duration > 0 ? TimeScaling.ticks(nanos: last.duration, timescale: ts)
                 : lastDeltas[t] ?? (tracks[t].isVideo ? 3000 : 960)
@@ -202,7 +207,7 @@ final class SegmentWriter {
         // source whose first samples arrive after this fragment (a late or faster-than-real-time
         // start) but carry slightly earlier timestamps is still representable. Presentation is
         // unaffected: edit lists are computed from the samples themselves.
-        let decodeOrigin = earliestDTS - configuration.stallTimeout
+        let decodeOrigin = TimeScaling.difference(earliestDTS, configuration.stallTimeout)
         let info = RecordingInfoBox(sessionOriginNanos: sessionOrigin ?? presentationOrigin, segmentOriginNanos: presentationOrigin,
                                     decodeOriginNanos: decodeOrigin, segmentIndex: UInt32(index))
         let moov = MovieBuilder.initMovie(tracks: tracks, creationTime: configuration.creationTime, info: info).encoded()
@@ -267,7 +272,7 @@ final class SegmentWriter {
         var trackSummaries: [TrackSummary] = []
         var duration: Int64 = 0
         for (track, table) in zip(tracks, tables) {
-            let d = table.sampleCount > 0 ? table.endDecodeTime - table.decodeTimes[0] : 0
+            let d = table.sampleCount > 0 ? TimeScaling.difference(table.endDecodeTime, table.decodeTimes[0]) : 0
             duration = max(duration, TimeScaling.nanos(ticks: d, timescale: track.timescale))
             trackSummaries.append(TrackSummary(trackID: track.id, label: track.configuration.label, sampleCount: table.sampleCount,
                                                payloadBytes: table.payloadBytes, duration: d, timescale: track.timescale))

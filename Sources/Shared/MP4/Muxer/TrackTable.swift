@@ -39,21 +39,21 @@ public struct TrackTable: Sendable, Equatable {
         guard !decodeTimes.isEmpty else { return [] }
         var out = [UInt32](repeating: 0, count: decodeTimes.count)
         for i in 0..<decodeTimes.count - 1 {
-            out[i] = UInt32(clamping: decodeTimes[i + 1] - decodeTimes[i])
+            out[i] = UInt32(clamping: TimeScaling.difference(decodeTimes[i + 1], decodeTimes[i]))
         }
         out[decodeTimes.count - 1] = lastSampleDuration
         return out
     }
 
     /// Decode time just after the last sample.
-    public var endDecodeTime: Int64 { (decodeTimes.last ?? 0) + Int64(lastSampleDuration) }
+    public var endDecodeTime: Int64 { TimeScaling.sum(decodeTimes.last ?? 0, Int64(lastSampleDuration)) }
 
     /// Earliest presentation time in media ticks from the decode origin.
     public var earliestPresentationTime: Int64? {
         guard !decodeTimes.isEmpty else { return nil }
         // With B-frames the earliest PTS is among the first few samples in decode order.
         var best = Int64.max
-        for i in 0..<min(decodeTimes.count, 64) { best = min(best, decodeTimes[i] + Int64(compositionOffsets[i])) }
+        for i in 0..<min(decodeTimes.count, 64) { best = min(best, TimeScaling.sum(decodeTimes[i], Int64(compositionOffsets[i]))) }
         return best
     }
 
@@ -63,7 +63,7 @@ public struct TrackTable: Sendable, Equatable {
         let durations = self.durations
         var best = Int64.min
         for i in max(0, decodeTimes.count - 64)..<decodeTimes.count {
-            best = max(best, decodeTimes[i] + Int64(compositionOffsets[i]) + Int64(durations[i]))
+            best = max(best, TimeScaling.sum(TimeScaling.sum(decodeTimes[i], Int64(compositionOffsets[i])), Int64(durations[i])))
         }
         return best
     }

@@ -9,6 +9,9 @@ struct FragmentTables {
     var durableThrough: UInt64 = 0
     var lastFragmentSequence: UInt32 = 0
 
+    /// Largest decode time (ticks) accepted from a file.
+    static let maxDecodeTime: UInt64 = 1 << 62
+
     init(fragments: [MP4FileScanner.Fragment], tracks: [PreparedTrack]) throws(MuxerError) {
         let indexByID = Dictionary(uniqueKeysWithValues: tracks.enumerated().map { ($1.id, $0) })
         tables = Array(repeating: TrackTable(), count: tracks.count)
@@ -26,13 +29,22 @@ struct FragmentTables {
                 guard !run.isEmpty else { continue }
                 var dts: [Int64] = []
                 dts.reserveCapacity(run.count)
+                // Decode times are bounded so that every later sum of ticks (end times, edit
+                // lists, the next fragment's times) stays far from overflowing.
+                guard traf.decodeTime.baseMediaDecodeTime <= Self.maxDecodeTime else {
+                    throw MuxerError(.notOurFile, "fragment \(fragment.moof.header.sequenceNumber) has decode time \(traf.decodeTime.baseMediaDecodeTime)")
+                }
                 var time = Int64(traf.decodeTime.baseMediaDecodeTime)
                 for s in run {
                     dts.append(time)
                     time += Int64(s.duration)
+                    guard time <= Self.maxDecodeTime else {
+                        throw MuxerError(.notOurFile, "fragment \(fragment.moof.header.sequenceNumber) runs past decode time 2^62")
+                    }
                 }
-                let base = traf.header.baseDataOffset ?? fragment.moofOffset
-                tables[t].appendChunk(offset: UInt64(Int64(base) + Int64(traf.run.dataOffset)), decodeTimes: dts,
+                // The scanner checked that the run lies inside the fragment's mdat.
+                let base = Int64(clamping: traf.header.baseDataOffset ?? fragment.moofOffset)
+                tables[t].appendChunk(offset: UInt64(clamping: TimeScaling.sum(base, Int64(traf.run.dataOffset))), decodeTimes: dts,
                                       compositionOffsets: run.map(\.compositionOffset), sizes: run.map(\.size),
                                       sync: run.map { $0.flags & 0x0001_0000 == 0 }, lastDuration: run[run.count - 1].duration)
                 sampleCount += run.count

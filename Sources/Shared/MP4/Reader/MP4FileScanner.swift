@@ -151,10 +151,12 @@ public struct MP4FileScanner {
             guard traf.header.flags & TrackFragmentHeaderBox.defaultBaseIsMoof != 0 || traf.header.baseDataOffset != nil else {
                 return "traf without a data base"
             }
-            let base = traf.header.baseDataOffset ?? fragment.moofOffset
-            let start = Int64(base) + Int64(traf.run.dataOffset)
-            let length = traf.run.samples.reduce(Int64(0)) { $0 + Int64($1.size) }
-            guard start >= Int64(fragment.mdatPayload.lowerBound), start + length <= Int64(fragment.mdatPayload.upperBound) else {
+            // Saturating: a damaged base offset or run must be reported, not trap.
+            let base = Int64(clamping: traf.header.baseDataOffset ?? fragment.moofOffset)
+            let start = TimeScaling.sum(base, Int64(traf.run.dataOffset))
+            let length = traf.run.samples.reduce(Int64(0)) { TimeScaling.sum($0, Int64($1.size)) }
+            guard start >= Int64(clamping: fragment.mdatPayload.lowerBound),
+                  TimeScaling.sum(start, length) <= Int64(clamping: fragment.mdatPayload.upperBound) else {
                 return "fragment \(fragment.moof.header.sequenceNumber) points outside its mdat"
             }
         }

@@ -99,13 +99,14 @@ public struct MP4Inspection: Sendable {
                 let samples = traf.run.samples
                 track.sampleCount += samples.count
                 track.keyframeCount += samples.filter { $0.flags & 0x0001_0000 == 0 }.count
-                track.payloadBytes += samples.reduce(0) { $0 + UInt64($1.size) }
+                // Sizes and times come from the file: summed saturating, never trapping.
+                track.payloadBytes = samples.reduce(track.payloadBytes) { $0.saturatingSum(UInt64($1.size)) }
                 first = first ?? traf.decodeTime.baseMediaDecodeTime
-                end = traf.decodeTime.baseMediaDecodeTime + samples.reduce(0) { $0 + UInt64($1.duration) }
+                end = samples.reduce(traf.decodeTime.baseMediaDecodeTime) { $0.saturatingSum(UInt64($1.duration)) }
             }
         }
         if let first, track.timescale > 0 {
-            track.durationSeconds = Double(end - first) / Double(track.timescale)
+            track.durationSeconds = end > first ? Double(end - first) / Double(track.timescale) : 0
             track.startSeconds = Double(first) / Double(track.timescale)
         }
     }

@@ -37,7 +37,7 @@ public enum MP4Recovery {
         guard !scan.fragments.isEmpty else {
             throw MuxerError(.noCompleteFragment, "\(path) holds no complete fragment" + (scan.tornReason.map { " (\($0))" } ?? ""))
         }
-        let creationTime = Int64(movie.header.creationTime) - MovieBuilder.epochOffset
+        let creationTime = MovieBuilder.unixTime(movie.header.creationTime)
         var tracks: [PreparedTrack] = []
         for trak in movie.tracks { tracks.append(try PreparedTrack(trak: trak, creationTime: creationTime)) }
         let rebuilt = try FragmentTables(fragments: scan.fragments, tracks: tracks)

@@ -18,7 +18,7 @@ extension PreparedTrack {
         }
         let m = trak.header.matrix.values
         let rotation = m[1] == 0x10000 && m[3] == -0x10000 ? 90 : m[0] == -0x10000 && m[4] == -0x10000 ? 180 : m[1] == -0x10000 && m[3] == 0x10000 ? 270 : 0
-        let created = Int64(trak.header.creationTime) - MovieBuilder.epochOffset
+        let created = MovieBuilder.unixTime(trak.header.creationTime)
         try self.init(TrackConfiguration(id: trak.header.trackID, label: trak.media.handler.name, codec: codec, rotation: rotation,
                                          creationTime: created == creationTime ? nil : created))
     }

@@ -116,3 +116,42 @@ public struct AnnouncedLimits: Sendable, Equatable, Hashable {
             && (1...UInt32(c.maxCodecConfigBytes)).contains(maxCodecConfigBytes)
     }
 }
+
+/// The bounds on a ``Sample``'s timestamps (protocol.md §6.12), checked by
+/// ``SessionValidator`` before a sample reaches the server's arithmetic. A sample outside
+/// them is refused with `timestampOutOfRange` (session scope).
+public enum SampleTimestampBounds {
+    /// pts and dts are in `0..<timestampCeiling` nanoseconds (2^62: the agent's monotonic
+    /// clock, never negative, with headroom for any sum of two timestamps).
+    public static let timestampCeiling: Int64 = 1 << 62
+    /// Largest `pts - dts` (reorder delay): 10 s. A sample is never presented before it is decoded.
+    public static let maxPresentationDelay: Int64 = 10_000_000_000
+    /// Largest `duration`: 10 s.
+    public static let maxDuration: Int64 = 10_000_000_000
+    /// Largest distance of a sample's dts from the session's first sample's dts, either
+    /// direction: 2^40 ns (about 12.7 days).
+    public static let maxSessionSpan: Int64 = 1 << 40
+
+    /// Why the timestamps break a bound, or nil if they keep every one. `sessionFirstDTS` is
+    /// the dts of the session's first sample, when there was one.
+    public static func violation(pts: Int64, dts: Int64, duration: Int64, sessionFirstDTS: Int64?) -> String? {
+        let range = 0..<timestampCeiling
+        guard range.contains(pts), range.contains(dts) else {
+            return "pts \(pts) and dts \(dts) must be in [0, 2^62) ns"
+        }
+        // Both are in [0, 2^62): the differences below cannot overflow.
+        guard (0...maxPresentationDelay).contains(pts - dts) else {
+            return "pts - dts = \(pts - dts) ns is outside [0, \(maxPresentationDelay)]"
+        }
+        guard (0...maxDuration).contains(duration) else {
+            return "duration \(duration) ns is outside [0, \(maxDuration)]"
+        }
+        if let first = sessionFirstDTS {
+            let (distance, overflow) = dts.subtractingReportingOverflow(first)
+            guard !overflow, distance.magnitude <= UInt64(maxSessionSpan) else {
+                return "dts \(dts) is more than 2^40 ns from the session's first dts \(first)"
+            }
+        }
+        return nil
+    }
+}

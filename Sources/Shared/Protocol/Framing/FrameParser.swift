@@ -15,18 +15,42 @@ public struct FrameParser: Sendable {
     /// The header versions accepted; anything else is `unsupportedVersion`.
     public var supportedVersions: ClosedRange<UInt8>
 
+    /// A lower payload limit for every frame until ``liftPreAuthenticationLimit()``: a peer
+    /// that has not authenticated yet cannot make the server buffer a large frame
+    /// (protocol.md §9). Nil: `limits.maxFramePayload` from the start.
+    public private(set) var preAuthenticationMaxPayload: Int?
+
     private var buffer: ByteBuffer
     private var pendingHeader: FrameHeader?
     private var failure: ProtocolError?
+    private var framesReturned = 0
 
-    public init(limits: ProtocolLimits = .default, supportedVersions: ClosedRange<UInt8> = ProtocolVersion.supported) {
+    public init(limits: ProtocolLimits = .default, supportedVersions: ClosedRange<UInt8> = ProtocolVersion.supported,
+                preAuthenticationMaxPayload: Int? = nil) {
         self.limits = limits
         self.supportedVersions = supportedVersions
+        self.preAuthenticationMaxPayload = preAuthenticationMaxPayload
         self.buffer = ByteBuffer()
     }
 
     /// Bytes received but not yet returned as part of a frame.
     public var bufferedByteCount: Int { buffer.readableBytes }
+
+    /// Whether the bytes held are the start of a frame not yet complete.
+    public var holdsPartialFrame: Bool { buffer.readableBytes > 0 || pendingHeader != nil }
+
+    /// Bytes of the frame not yet complete that this parser has received, header included.
+    public var partialFrameBytes: Int { buffer.readableBytes + (pendingHeader == nil ? 0 : ProtocolLimits.frameHeaderSize) }
+
+    /// The payload length of the frame being received, once its header has arrived.
+    public var pendingPayloadLength: Int? { pendingHeader.map { Int($0.payloadLength) } }
+
+    /// Whole frames returned so far.
+    public var frameCount: Int { framesReturned }
+
+    /// The peer is authenticated: frames up to `limits.maxFramePayload` from now on. A frame
+    /// whose header was already accepted keeps its length.
+    public mutating func liftPreAuthenticationLimit() { preAuthenticationMaxPayload = nil }
 
     /// Adds received bytes. They are copied: keeping a reference to the caller's buffer
     /// would make its next write a copy-on-write of the whole storage (NIOSSL reuses its
@@ -55,7 +79,9 @@ public struct FrameParser: Sendable {
 
     private mutating func parse() throws(ProtocolError) -> Frame? {
         if pendingHeader == nil {
-            guard let header = try buffer.readFrameHeader(limits: limits, versions: supportedVersions) else {
+            var frameLimits = limits
+            if let early = preAuthenticationMaxPayload { frameLimits.maxFramePayload = min(early, limits.maxFramePayload) }
+            guard let header = try buffer.readFrameHeader(limits: frameLimits, versions: supportedVersions) else {
                 return nil
             }
             pendingHeader = header
@@ -68,6 +94,7 @@ public struct FrameParser: Sendable {
         payload.reserveCapacity(length)
         payload.writeImmutableBuffer(buffer.readSlice(length: length)!)
         pendingHeader = nil
+        framesReturned += 1
         return Frame(header: header, payload: payload)
     }
 

@@ -7,9 +7,13 @@ public struct MessageParser: Sendable {
     private var frames: FrameParser
     private var failure: ProtocolError?
 
-    public init(limits: ProtocolLimits = .default, supportedVersions: ClosedRange<UInt8> = ProtocolVersion.supported) {
-        self.frames = FrameParser(limits: limits, supportedVersions: supportedVersions)
+    public init(limits: ProtocolLimits = .default, supportedVersions: ClosedRange<UInt8> = ProtocolVersion.supported,
+                preAuthenticationMaxPayload: Int? = nil) {
+        self.frames = FrameParser(limits: limits, supportedVersions: supportedVersions, preAuthenticationMaxPayload: preAuthenticationMaxPayload)
     }
+
+    /// See ``FrameParser/liftPreAuthenticationLimit()``.
+    public mutating func liftPreAuthenticationLimit() { frames.liftPreAuthenticationLimit() }
 
     public var limits: ProtocolLimits { frames.limits }
 
@@ -20,6 +24,11 @@ public struct MessageParser: Sendable {
         set { frames.supportedVersions = newValue }
     }
     public var bufferedByteCount: Int { frames.bufferedByteCount }
+    /// See ``FrameParser/holdsPartialFrame``, ``FrameParser/pendingPayloadLength``, ``FrameParser/frameCount``.
+    public var holdsPartialFrame: Bool { frames.holdsPartialFrame }
+    public var partialFrameBytes: Int { frames.partialFrameBytes }
+    public var pendingPayloadLength: Int? { frames.pendingPayloadLength }
+    public var frameCount: Int { frames.frameCount }
 
     public mutating func append(_ bytes: ByteBuffer) { frames.append(bytes) }
 

@@ -33,12 +33,18 @@ public struct SessionValidator: Sendable {
         /// The highest contiguous durable sequence number, sent in ``SessionAccepted``;
         /// the agent resends from the next one.
         public var acknowledged: UInt64
+        /// The dts of the session's first sample: the reference of the session-span bound
+        /// (``SampleTimestampBounds/maxSessionSpan``). nil when the session had no sample yet
+        /// or the server does not know it; then the first sample after the resume sets it.
+        public var firstDTS: Int64?
 
-        public init(tracks: [TrackDescriptor], endedTracks: Set<UInt8> = [], highestReceived: UInt64, acknowledged: UInt64) {
+        public init(tracks: [TrackDescriptor], endedTracks: Set<UInt8> = [], highestReceived: UInt64, acknowledged: UInt64,
+                    firstDTS: Int64? = nil) {
             self.tracks = tracks
             self.endedTracks = endedTracks
             self.highestReceived = highestReceived
             self.acknowledged = min(acknowledged, highestReceived)
+            self.firstDTS = firstDTS
         }
     }
 
@@ -50,6 +56,8 @@ public struct SessionValidator: Sendable {
         var highestReceived: UInt64 = 0
         /// Last sequence number received on this connection; the floor for the next one.
         var lastOnConnection: UInt64 = 0
+        /// dts of the session's first accepted sample (kept over a resume).
+        var firstDTS: Int64?
     }
 
     fileprivate enum SessionState: Sendable {
@@ -69,13 +77,20 @@ public struct SessionValidator: Sendable {
 
     public let limits: ProtocolLimits
     public let supportedVersions: ClosedRange<UInt8>
+    /// The capabilities the server offers (``HelloReply/capabilities``).
+    public let serverCapabilities: Capabilities
     /// The version chosen from the agent's ``Hello``.
     public private(set) var negotiatedVersion: UInt8?
+    /// What both sides support: the agent's ``Hello/capabilities`` and ``serverCapabilities``
+    /// (protocol.md §6.1). Empty before the Hello.
+    public private(set) var negotiatedCapabilities: Capabilities = []
     private var state: State = .awaitingHello
 
-    public init(limits: ProtocolLimits = .default, supportedVersions: ClosedRange<UInt8> = ProtocolVersion.supported) {
+    public init(limits: ProtocolLimits = .default, supportedVersions: ClosedRange<UInt8> = ProtocolVersion.supported,
+                serverCapabilities: Capabilities = .all) {
         self.limits = limits
         self.supportedVersions = supportedVersions
+        self.serverCapabilities = serverCapabilities
     }
 
     /// The session currently open (or being resumed) on this connection.
@@ -110,7 +125,7 @@ public struct SessionValidator: Sendable {
         }
         state = .established(.open(OpenSession(
             id: id, tracks: Set(point.tracks.map(\.id)), ended: point.endedTracks,
-            highestReceived: point.highestReceived, lastOnConnection: point.acknowledged)))
+            highestReceived: point.highestReceived, lastOnConnection: point.acknowledged, firstDTS: point.firstDTS)))
     }
 
     /// The server refused a ``Action/resumeRequested(_:)`` (e.g. `unknownSession`).
@@ -155,6 +170,7 @@ public struct SessionValidator: Sendable {
                 throw ProtocolError(.noCommonVersion, "agent speaks \(hello.versions), server \(supportedVersions)")
             }
             negotiatedVersion = version
+            negotiatedCapabilities = hello.capabilities.intersection(serverCapabilities)
             state = .established(.none)
             return .accept
         case .established(let s):
@@ -171,8 +187,14 @@ public struct SessionValidator: Sendable {
         case .heartbeat, .heartbeatReply:
             return .accept
         case .error(let report):
-            // The agent reports a problem; it ends what its scope says.
-            if report.scope == .connection { state = .failed(report.error) } else { state = .established(.none) }
+            // The agent reports a problem; it ends what its scope says (protocol.md §6.5),
+            // except its refusal of a StartSession while it records (`sessionAlreadyOpen`),
+            // which ends nothing: the session it records goes on.
+            if report.scope == .connection {
+                state = .failed(report.error)
+            } else if report.code != .sessionAlreadyOpen {
+                sessionEnded()
+            }
             return .accept
         case .sessionOpen(let open):
             guard session.isIdle else { throw alreadyOpen(session) }
@@ -182,6 +204,9 @@ public struct SessionValidator: Sendable {
             state = .established(.open(OpenSession(id: open.sessionID, tracks: Set(open.tracks.map(\.id)))))
             return .accept
         case .sessionResume(let resume):
+            guard negotiatedCapabilities.contains(.resume) else {
+                throw ProtocolError(.unexpectedMessage, "SessionResume, but the resume capability was not negotiated in Hello")
+            }
             guard session.isIdle else { throw alreadyOpen(session) }
             state = .established(.resuming(resume.sessionID))
             return .resumeRequested(resume)
@@ -269,6 +294,8 @@ extension SessionValidator.OpenSession {
     }
 
     /// §7.3: floor < seq ≤ highest → duplicate; seq = highest + 1 → new; else error.
+    /// A new sample must also keep the timestamp bounds of §6.12 (``SampleTimestampBounds``);
+    /// a duplicate is dropped unread, so its timestamps do not matter.
     mutating func admit(_ sample: Sample) throws(ProtocolError) -> SessionValidator.Action {
         try requireKnown(sample.track)
         let seq = sample.sequence
@@ -283,6 +310,11 @@ extension SessionValidator.OpenSession {
             throw ProtocolError(.sequenceGap, "sequence \(seq) after \(highestReceived); samples \(highestReceived + 1)...\(seq - 1) are missing")
         }
         try requireNotEnded(sample.track)
+        if let violation = SampleTimestampBounds.violation(pts: sample.pts, dts: sample.dts, duration: sample.duration,
+                                                           sessionFirstDTS: firstDTS) {
+            throw ProtocolError(.timestampOutOfRange, "track \(sample.track) sequence \(seq): \(violation)")
+        }
+        firstDTS = firstDTS ?? sample.dts
         lastOnConnection = seq
         highestReceived = seq
         return .accept

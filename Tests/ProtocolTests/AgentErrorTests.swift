@@ -1,0 +1,35 @@
+import NIOCore
+import Testing
+import WireProtocol
+
+/// An agent's own Error ends what its scope says (protocol.md §6.5), with one exception: its
+/// refusal of a StartSession while it records (`sessionAlreadyOpen`) ends nothing.
+@Suite struct AgentErrorTests {
+    private func sample(_ sequence: UInt64) -> Message {
+        .sample(Sample(track: 1, sequence: sequence, pts: Int64(sequence), dts: Int64(sequence), duration: 1, data: ByteBuffer(bytes: [0, 0, 0, 1, 0x65])))
+    }
+
+    private func recording() throws -> SessionValidator {
+        var v = SessionValidator()
+        _ = try v.validate(Fixtures.hello)
+        _ = try v.validate(Fixtures.sessionOpen)
+        _ = try v.validate(sample(1))
+        return v
+    }
+
+    @Test func refusingAStartSessionLeavesTheRecordingSessionOpen() throws {
+        var v = try recording()
+        let refusal = Message.error(ErrorReport(code: .sessionAlreadyOpen, scope: .session, message: "session s1 is still recording"))
+        #expect(try v.validate(refusal) == .accept)
+        #expect(v.sessionID == "s1")
+        #expect(try v.validate(sample(2)) == .accept, "the session's samples go on")
+    }
+
+    @Test func anotherSessionScopedErrorEndsTheSessionAndLateFramesAreIgnored() throws {
+        var v = try recording()
+        #expect(try v.validate(.error(ErrorReport(code: .internalError, scope: .session, message: "encoder failed"))) == .accept)
+        #expect(v.sessionID == nil)
+        #expect(try v.validate(sample(2)) == .ignoreEnded, "a sample already in flight is dropped, not a violation")
+        #expect(try v.validate(Fixtures.sessionOpen) == .accept, "a new session may open on the same connection")
+    }
+}
