@@ -24,18 +24,27 @@ final class HostileServer: @unchecked Sendable {
     }
 
     /// Tolerances for "back to baseline". Descriptors: +2 for what a server may open lazily
-    /// and keep (a SQLite journal, the revocation file); every case leaks far more if it leaks
-    /// at all (one per connection or session). Memory: glibc keeps freed heap in its per-thread
-    /// arenas instead of returning it, so RSS after a burst settles above the idle figure even
-    /// without a leak (measured: a few MiB after 500 handshakes); 48 MiB is below what any
-    /// case leaks when it leaks (the partial-frame flood keeps ~650 MiB, 1000 idle connections
-    /// cost ~60 MiB while held, each retained max-size frame 8 MiB).
+    /// and keep (a SQLite journal, the revocation file); a case that leaks leaks one per
+    /// connection or session, i.e. dozens to a thousand. Memory: with `mallocPolicy` freed
+    /// memory goes back to the kernel, so RSS follows what the server holds; what remains is
+    /// fragmentation of small chunks and caches (measured: +1 MiB after the small cases, a few
+    /// MiB after the mass ones). 16 MiB is below what any case leaks when it leaks: each
+    /// retained max-size frame is 8 MiB and the partial-frame flood held 1.3 GiB on the old
+    /// main, 1000 idle connections ~35 MiB while held.
     static let descriptorSlack = 2
-    static let rssSlackKiB = 48 * 1024
+    static let rssSlackKiB = 16 * 1024
+
+    /// glibc otherwise keeps freed memory (its dynamic mmap threshold rises to the largest
+    /// freed block, so after one 8 MiB frame every later one comes from a heap that is only
+    /// trimmed at its top), and RSS would show allocator policy, not what the server holds:
+    /// +40 MiB after 1200 connections that were all closed again. A fixed 64 KiB mmap
+    /// threshold and eager trimming make RSS track live memory; it changes no behaviour.
+    static let mallocPolicy = ["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536:glibc.malloc.trim_threshold=65536"]
 
     init() throws {
         fixture = try ServerFixture()
         process = try ServerProcess(fixture: fixture)
+        process.environment = Self.mallocPolicy
     }
 
     var port: Int { process.port }
@@ -49,6 +58,7 @@ final class HostileServer: @unchecked Sendable {
     func ensureRunning() async throws {
         guard process.pid == nil else { return }
         process = try ServerProcess(fixture: fixture)
+        process.environment = Self.mallocPolicy
         try await start()
         try await GoodSession.warmUp(self)
         baseline = try await settle()

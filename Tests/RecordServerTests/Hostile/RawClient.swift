@@ -100,8 +100,9 @@ final class RawClient: @unchecked Sendable {
     }
 
     /// The next message other than heartbeats and acks (a session's acks come whenever a
-    /// fragment is durable); nil when the connection closed. Answers server heartbeats (§7.4).
-    func message(within limit: Duration = .seconds(20), keepingAcks: Bool = false) async throws -> ServerMessage? {
+    /// fragment is durable); nil when the connection closed. Answers server heartbeats (§7.4)
+    /// unless told not to.
+    func message(within limit: Duration = .seconds(20), keepingAcks: Bool = false, answeringHeartbeats: Bool = true) async throws -> ServerMessage? {
         let deadline = ContinuousClock.now + limit
         while true {
             switch try await next(within: deadline - ContinuousClock.now) {
@@ -110,7 +111,7 @@ final class RawClient: @unchecked Sendable {
                 let message = try ServerMessage(type: type, payload: payload)
                 switch message {
                 case .heartbeat(let nonce):
-                    try? await send(Wire.frame(.heartbeatReply, Wire.heartbeatReplyPayload(nonce: nonce)))
+                    if answeringHeartbeats { try? await send(Wire.frame(.heartbeatReply, Wire.heartbeatReplyPayload(nonce: nonce))) }
                 case .heartbeatReply: continue
                 case .ack where !keepingAcks: continue
                 default: return message

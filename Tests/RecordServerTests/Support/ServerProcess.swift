@@ -8,6 +8,8 @@ final class ServerProcess: @unchecked Sendable {
     let port: Int
     let logPath: String
     private var process: Process?
+    /// Added to the inherited environment of the server process.
+    var environment: [String: String] = [:]
 
     static var binary: String {
         // Tests/RecordServerTests/Support/ServerProcess.swift → repository root.
@@ -41,6 +43,7 @@ final class ServerProcess: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["--config", configPath, "--log-level", "info"]
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
