@@ -23,6 +23,7 @@ struct HostileAgentTests {
         let good = try await GoodSession.start(server, name: name)
         var failure: (any Error)?
         do { try await body(server) } catch { failure = error }
+        await server.closeCaseClients()
         guard server.process.pid != nil else {
             Issue.record("record-server died during \(name); log tail: \(server.process.log.suffix(1500))")
             return
@@ -36,7 +37,7 @@ struct HostileAgentTests {
 
     /// An authenticated raw connection for a hostile agent id.
     func connect(_ server: HostileServer, as agentID: String, hello: Bool = true) async throws -> RawClient {
-        let client = try await RawClient.connect(port: server.port, tls: try server.fixture.agentTLS(agentID))
+        let client = server.track(try await RawClient.connect(port: server.port, tls: try server.fixture.agentTLS(agentID)))
         if hello { _ = try await client.hello(agentID) }
         return client
     }
@@ -390,6 +391,7 @@ struct HostileAgentTests {
             for (what, tls) in configurations {
                 // Depending on where TLS fails, connect or the first read ends it.
                 guard let client = try? await RawClient.connect(port: server.port, tls: tls) else { continue }
+                server.track(client)
                 try? await client.send(Wire.hello("hostile-foreign"))
                 let reply = try? await client.message(within: .seconds(10))
                 print("hostile: \(what) -> \(reply.map { "\($0)" } ?? "connection closed")")
@@ -422,6 +424,10 @@ struct HostileAgentTests {
             try await openHostileSession(client, id, goodSamples: 3)
             try await client.send(Wire.sample(sequence: 4, pts: pts, dts: dts, duration: duration, data: Self.opusPackets[3]))
             try await expectSessionEnded(client, .timestampOutOfRange, session: id, durable: 3, "sample 4 with pts \(pts) dts \(dts) duration \(duration)")
+            // A SessionClose for the ended session is ignored (§7.2) and must not trap either
+            // (finding 1: SegmentWriter at finalization).
+            try await client.send(Wire.sessionClose(id: Array(id.utf8), finalSequence: 4))
+            try await expectAlive(client, "SessionClose after timestampOutOfRange")
             // A session whose first sample is out of range never stored one: discarded. (The
             // 2^40 rule is relative to the first sample, so that one is in range on its own.)
             if name != "dts-2^40-away" {
@@ -431,9 +437,6 @@ struct HostileAgentTests {
                 try await expectSessionEnded(client, .timestampOutOfRange, session: first, durable: 0, "first sample with pts \(pts) dts \(dts) duration \(duration)")
                 #expect(try catalogSession(server, first) == nil, "a sample-less session leaves no catalog row")
             }
-            // SessionClose after the refusal must not trap either (finding 1, SegmentWriter).
-            try await client.send(Wire.sessionClose(id: Array(id.utf8), finalSequence: 4))
-            try await expectAlive(client, "SessionClose after timestampOutOfRange")
         }
     }
 
@@ -592,8 +595,7 @@ struct HostileAgentTests {
     /// partial one it would corrupt it).
     func slowVariant(_ server: HostileServer, _ what: String, sendsHello: Bool, opens: Bool, frame: [UInt8], prefix: Int,
                      expected: Set<Wire.Code>) async throws {
-        let client = try await RawClient.connect(port: server.port, tls: try server.fixture.agentTLS("hostile-slow"))
-        defer { Task { await client.close() } }
+        let client = server.track(try await RawClient.connect(port: server.port, tls: try server.fixture.agentTLS("hostile-slow")))
         var idleMillis: UInt32 = 30_000
         if sendsHello, case .helloReply(let idle, _) = try await client.hello("hostile-slow") { idleMillis = idle }
         if opens { try await client.open("slow-\(UUID().uuidString.prefix(8))", track: Self.opusTrack) }
@@ -630,7 +632,7 @@ struct HostileAgentTests {
             let outcomes = try await withThrowingTaskGroup(of: (RawClient, Task<Void, any Error>, UInt16?).self) { group in
                 for i in 0..<frames {
                     group.addTask {
-                        let client = try await RawClient.connect(port: port, context: contexts[i % 10])
+                        let client = server.track(try await RawClient.connect(port: port, context: contexts[i % 10]))
                         _ = try await client.hello("hostile-flood-\(i % 10)")
                         let sent = SendFlag()
                         let sender = Task {
@@ -669,7 +671,7 @@ struct HostileAgentTests {
             let codes = try await withThrowingTaskGroup(of: UInt16?.self) { group in
                 for _ in 0..<100 {
                     group.addTask {
-                        let client = try await RawClient.connect(port: port, context: context)
+                        let client = server.track(try await RawClient.connect(port: port, context: context))
                         try await client.send(partial)
                         let reply = try? await client.message(within: .seconds(30))
                         await client.close()

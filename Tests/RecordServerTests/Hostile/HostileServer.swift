@@ -66,6 +66,22 @@ final class HostileServer: @unchecked Sendable {
 
     func stop() { process.terminate() }
 
+    // MARK: The hostile connections of the running case
+
+    private let lock = NSLock()
+    private var caseClients: [RawClient] = []
+
+    /// Remembers `client`, so the case's end closes it whatever path the case took.
+    @discardableResult
+    func track(_ client: RawClient) -> RawClient {
+        lock.withLock { caseClients.append(client) }
+        return client
+    }
+
+    func closeCaseClients() async {
+        for client in lock.withLock({ defer { caseClients = [] }; return caseClients }) { await client.close() }
+    }
+
     // MARK: /proc probes
 
     func resources() -> Resources? {

@@ -197,31 +197,13 @@ final class SendFlag: @unchecked Sendable {
     var isSet: Bool { lock.withLock { value } }
 }
 
-extension Wire {
-    /// §6.4, answering a server heartbeat: nonce, t1 (unknown here: 0), t2, t3.
-    static func heartbeatReplyPayload(nonce: UInt64) -> [UInt8] {
-        var w = WireWriter()
-        w.u64(nonce)
-        w.i64(0)
-        w.i64(0)
-        w.i64(0)
-        return w.bytes
-    }
-}
-
 /// Plain blocking TCP sockets for the mass cases (1000 idle connections, stalled TLS
 /// handshakes): a NIO channel each would measure our client more than the server.
 enum PlainSocket {
     static func connect(port: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestAgentError("socket(): errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        let ok = ServerProcess.connectLoopback(fd, port: port)
         guard ok else {
             let e = errno
             Glibc.close(fd)

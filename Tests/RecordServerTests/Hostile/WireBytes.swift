@@ -166,6 +166,16 @@ enum Wire {
         w.i64(originTime)
         return frame(.heartbeat, w.bytes)
     }
+
+    /// §6.4, answering a server heartbeat: nonce, t1 (unknown here: 0), t2, t3.
+    static func heartbeatReplyPayload(nonce: UInt64) -> [UInt8] {
+        var w = WireWriter()
+        w.u64(nonce)
+        w.i64(0)
+        w.i64(0)
+        w.i64(0)
+        return w.bytes
+    }
 }
 
 /// Big-endian writer for §4's encodings. `id` and `str` write whatever bytes they are given,
