@@ -81,6 +81,14 @@ struct HostileAgentTests {
         try await expectAlive(client, what)
     }
 
+    /// §7.2 ENDED: after the server ended the session, a late Sample and a SessionClose naming
+    /// it are ignored, not errors; the connection still answers a heartbeat.
+    func expectLateFramesIgnored(_ client: RawClient, session: String, after what: String) async throws {
+        try await client.send(Wire.sample(sequence: 99, pts: Self.t0, dts: Self.t0, data: Self.opusPackets[0]))
+        try await client.send(Wire.sessionClose(id: Array(session.utf8), finalSequence: 99))
+        try await expectAlive(client, "late Sample and SessionClose after \(what)")
+    }
+
     /// The connection still answers a heartbeat.
     func expectAlive(_ client: RawClient, _ what: String) async throws {
         let nonce = UInt64.random(in: 1...UInt64.max)
@@ -91,7 +99,9 @@ struct HostileAgentTests {
                 Issue.record("\(what): the connection must stay open after a session-scoped error")
                 return
             }
-            if case .heartbeatReply(nonce)? = try? ServerMessage(type: type, payload: payload) { return }
+            let message = try? ServerMessage(type: type, payload: payload)
+            if case .heartbeatReply(nonce)? = message { return }
+            if case .error? = message { Issue.record("\(what): \(message!) instead of nothing") }
         }
         Issue.record("\(what): no HeartbeatReply")
     }
@@ -188,9 +198,9 @@ struct HostileAgentTests {
             try await header.send(Wire.frame(Wire.Kind.heartbeat.rawValue, Array(Wire.heartbeat(nonce: 1).dropFirst(12)), flags: 0x8000))
             try await expectError(header, .reservedBitsSet, .connection, "header flags 0x8000")
             let sample = try await connect(server, as: "hostile-flags")
-            try await openHostileSession(sample, "flags-1", goodSamples: 1)
-            try await sample.send(Wire.sample(flags: 0x05, sequence: 2, pts: Self.t0 + Self.packetNanos, dts: Self.t0 + Self.packetNanos,
-                                              data: Self.opusPackets[1]))
+            // Sample-less, so the connection error leaves no detached session behind (§9).
+            try await openHostileSession(sample, "flags-1", goodSamples: 0)
+            try await sample.send(Wire.sample(flags: 0x05, sequence: 1, pts: Self.t0, dts: Self.t0, data: Self.opusPackets[0]))
             try await expectError(sample, .reservedBitsSet, .connection, "Sample flags 0x05")
         }
     }
@@ -237,6 +247,7 @@ struct HostileAgentTests {
             try await client.send(Wire.sample(track: 9, sequence: 4, pts: Self.t0 + 3 * Self.packetNanos, dts: Self.t0 + 3 * Self.packetNanos,
                                               data: Self.opusPackets[3]))
             try await expectSessionEnded(client, .unknownTrack, session: "track-1", durable: 3, "Sample for track 9")
+            try await expectLateFramesIgnored(client, session: "track-1", after: "unknownTrack")
             #expect(try catalogSession(server, "track-1")?.status == .failed)
         }
     }
@@ -268,6 +279,7 @@ struct HostileAgentTests {
             }
             #expect(durable == 3, "durableSequence: every sample before the refused one")
             try await expectAlive(client, "after sampleRefused")
+            try await expectLateFramesIgnored(client, session: "dts-1", after: "sampleRefused")
             let session = try catalogSession(server, "dts-1")
             #expect(session?.status == .failed)
             if let path = try server.fixture.recordings(session: "dts-1").first?.path {
@@ -319,8 +331,8 @@ struct HostileAgentTests {
             try await hello.send(Wire.frame(Wire.Kind.hello.rawValue, Array(Wire.hello("hostile-trailing").dropFirst(12)) + [0, 0]))
             try await expectError(hello, .trailingBytes, .connection, "Hello with 2 extra bytes")
             let close = try await connect(server, as: "hostile-trailing")
-            try await openHostileSession(close, "trailing-1", goodSamples: 1)
-            try await close.send(Wire.frame(Wire.Kind.sessionClose.rawValue, Array(Wire.sessionClose(id: Array("trailing-1".utf8), finalSequence: 1).dropFirst(12)) + [7]))
+            try await openHostileSession(close, "trailing-1", goodSamples: 0)
+            try await close.send(Wire.frame(Wire.Kind.sessionClose.rawValue, Array(Wire.sessionClose(id: Array("trailing-1".utf8), finalSequence: 0).dropFirst(12)) + [7]))
             try await expectError(close, .trailingBytes, .connection, "SessionClose with an extra byte")
         }
     }
@@ -424,10 +436,9 @@ struct HostileAgentTests {
             try await openHostileSession(client, id, goodSamples: 3)
             try await client.send(Wire.sample(sequence: 4, pts: pts, dts: dts, duration: duration, data: Self.opusPackets[3]))
             try await expectSessionEnded(client, .timestampOutOfRange, session: id, durable: 3, "sample 4 with pts \(pts) dts \(dts) duration \(duration)")
-            // A SessionClose for the ended session is ignored (§7.2) and must not trap either
-            // (finding 1: SegmentWriter at finalization).
-            try await client.send(Wire.sessionClose(id: Array(id.utf8), finalSequence: 4))
-            try await expectAlive(client, "SessionClose after timestampOutOfRange")
+            // Late frames for the ended session are ignored (§7.2 ENDED); a SessionClose must not
+            // trap either (finding 1: SegmentWriter at finalization).
+            try await expectLateFramesIgnored(client, session: id, after: "timestampOutOfRange")
             // A session whose first sample is out of range never stored one: discarded. (The
             // 2^40 rule is relative to the first sample, so that one is in range on its own.)
             if name != "dts-2^40-away" {
