@@ -52,10 +52,14 @@ struct CACommand: ParsableCommand {
             @Option(name: .customLong("host"), help: "DNS name the agents connect to (repeatable).") var hosts: [String] = []
             @Option(name: .customLong("ip"), help: "IP address the agents connect to (repeatable).") var ips: [String] = []
             @Option(help: "Output prefix: writes PREFIX.pem and PREFIX-key.pem (default server).") var out = "server"
-            @Option(help: "Validity in days.") var days = 730
+            @Option(help: "Validity in days (at least 1).") var days = 730
+            @Flag(help: "Replace PREFIX.pem and PREFIX-key.pem if they exist.") var force = false
+
+            func validate() throws { try Issue.checkDays(days) }
 
             func run() throws {
                 guard !hosts.isEmpty || !ips.isEmpty else { throw ValidationError("give at least one --host or --ip") }
+                try Issue.refuseOverwrite(prefix: out, force: force)
                 let cert = try location.load().issueServerCertificate(hostnames: hosts, ipAddresses: ips, validity: Double(days) * 86400)
                 try cert.write(certPath: out + ".pem", keyPath: out + "-key.pem")
                 print("issued server certificate \(out).pem for \((hosts + ips).joined(separator: ", ")) (serial \(cert.serialNumber), key 0600)")
@@ -67,13 +71,33 @@ struct CACommand: ParsableCommand {
             @OptionGroup var location: Location
             @Argument(help: "The agent id ([A-Za-z0-9._-], 1…64).") var agentID: String
             @Option(help: "Output prefix: writes PREFIX.pem and PREFIX-key.pem (default: the agent id).") var out: String?
-            @Option(help: "Validity in days.") var days = 365
+            @Option(help: "Validity in days (at least 1).") var days = 365
+            @Flag(help: "Replace PREFIX.pem and PREFIX-key.pem if they exist.") var force = false
+
+            func validate() throws { try Issue.checkDays(days) }
 
             func run() throws {
                 let prefix = out ?? agentID
+                try Issue.refuseOverwrite(prefix: prefix, force: force)
                 let cert = try location.load().issueAgentCertificate(agentID: agentID, validity: Double(days) * 86400)
                 try cert.write(certPath: prefix + ".pem", keyPath: prefix + "-key.pem")
                 print("issued agent certificate \(prefix).pem for \(agentID) (serial \(cert.serialNumber), key 0600)")
+            }
+        }
+
+        /// A certificate valid for less than a day would be expired, or nearly, when it arrives.
+        static func checkDays(_ days: Int) throws {
+            guard (1...36_500).contains(days) else {
+                throw ValidationError("--days must be from 1 to 36500 (got \(days)); a certificate for 0 days is expired when issued")
+            }
+        }
+
+        /// Never replace a certificate and key silently: the old key may be in use on a host.
+        static func refuseOverwrite(prefix: String, force: Bool) throws {
+            let existing = [prefix + ".pem", prefix + "-key.pem"].filter { FileManager.default.fileExists(atPath: $0) }
+            guard existing.isEmpty || force else {
+                throw CLIFailure(.failed, "\(existing.joined(separator: " and ")) already exist\(existing.count == 1 ? "s" : ""); "
+                                 + "choose another --out, or pass --force to replace them")
             }
         }
     }

@@ -17,6 +17,11 @@ struct InspectCommand: ParsableCommand {
         do { inspection = try MP4Inspection.inspect(path: file) } catch {
             throw CLIFailure(.failed, "cannot inspect \(file): \(error.message)")
         }
+        // A file without ftyp and movie is not an ISO BMFF file at all (Matroska, WebM, …):
+        // say so and fail instead of printing an empty summary.
+        if inspection.brands.isEmpty, inspection.tracks.isEmpty {
+            throw CLIFailure(.failed, "\(file) is not an MP4 file (no ftyp box, no tracks); recordctl inspects ISO BMFF files only — try ffprobe")
+        }
         print(json ? Self.json(inspection) : Self.text(inspection))
     }
 

@@ -13,6 +13,13 @@ struct RecoverCommand: ParsableCommand {
     @Flag(help: "Print JSON instead of text.") var json = false
 
     func run() throws {
+        // A running server is still writing its unfinished files: finalizing one under it
+        // would cut the recording short (and the server's own finish would then fail).
+        // (The server finalizes its own files, dormant ones included, so there is never a need.)
+        if case .some(let pid) = DataDirectoryLock.holder(ofFileIn: file) {
+            throw CLIFailure(.failed, "\(file) belongs to a running record-server (\(pid.map { "pid \($0)" } ?? "pid unknown")) "
+                             + "that may still be writing it; stop its session (recordctl stop SESSION) or stop the server, then recover")
+        }
         let showProgress = !json && isatty(STDERR_FILENO) != 0
         let report: MP4Recovery.Report
         do {

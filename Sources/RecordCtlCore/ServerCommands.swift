@@ -108,14 +108,24 @@ struct TopCommand: ParsableCommand {
         let frames = once ? 1 : count
         var shown = 0
         while true {
-            let response = try client.send("GET", "/v1/sessions")
             let now = ISO8601DateFormatter().string(from: Date())
-            var frame = "record-server \(client.baseURL.absoluteString) — \(now)\n\n" + SessionsView.render(try response.object())
+            var frame = "record-server \(client.baseURL.absoluteString) — \(now)\n\n"
+            var failure: CLIFailure?
+            do {
+                frame += SessionsView.render(try client.send("GET", "/v1/sessions").object())
+            } catch let error as CLIFailure where error.code == .unreachable && !once && !error.message.contains("token") {
+                // A server restarting or a network blip: keep watching, say so, try again.
+                frame += "cannot reach the server: \(error.message)\nretrying every \(Formatting.seconds(interval))…\n"
+                failure = error
+            }
             if tty && !once { frame = "\u{1B}[H\u{1B}[2J" + frame }
             print(frame)
             fflush(nil)
             shown += 1
-            if let frames, shown >= frames { return }
+            if let frames, shown >= frames {
+                if let failure { throw failure }
+                return
+            }
             if !tty { print("") }
             Thread.sleep(forTimeInterval: interval)
         }
@@ -268,8 +278,9 @@ struct StartCommand: ParsableCommand {
         let client = try connection.client()
         let before = wait > 0 ? Set(try Self.sessionIDs(client, agent: agent)) : []
         let response = try client.send("POST", "/v1/sessions", body: ["agent": agent, "labels": try parsedLabels()])
-        var sessionID: String?
-        if wait > 0 {
+        // The server answers with the new session's id once the agent opened it (201).
+        var sessionID = (try? response.object())?["session_id"] as? String
+        if wait > 0, sessionID == nil {
             let deadline = Date().addingTimeInterval(wait)
             while sessionID == nil {
                 sessionID = try Self.sessionIDs(client, agent: agent).first { !before.contains($0) }

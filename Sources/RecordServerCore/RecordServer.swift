@@ -16,6 +16,8 @@ public final class RecordServer: Sendable {
     public let catalog: Catalog
     public let metrics: ServerMetrics
     private let storage: StorageLayout
+    /// Held from construction until the server stops: one server per data directory.
+    private let lock: DataDirectoryLock
     private let ingest: IngestServer
     private let admin: AdminServer?
     private let logger: Logger
@@ -25,8 +27,12 @@ public final class RecordServer: Sendable {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
+        // Risky but legal settings (a world-readable key, the admin API on every interface,
+        // fsync off, …) are said once at start-up, where an operator looks.
+        for warning in configuration.warnings { logger.warning("configuration: \(warning)") }
         storage = try StorageLayout(dataDirectory: configuration.dataDirectory)
         try storage.prepare()
+        lock = try DataDirectoryLock(dataDirectory: configuration.dataDirectory)
         catalog = try Catalog(path: storage.catalogPath)
         metrics = ServerMetrics()
 
@@ -74,13 +80,18 @@ public final class RecordServer: Sendable {
     /// every live session (resumable after the restart) and exits within `shutdownGraceSeconds`.
     public func run() async throws {
         let group = ServiceGroup(configuration: serviceGroupConfiguration(signals: [.sigterm, .sigint]))
+        defer { lock.release() }
         try await group.run()
     }
 
     /// Starts in the background (for tests and embedding); `stop()` shuts down gracefully.
     public func start() async throws -> RunningServer {
         let group = ServiceGroup(configuration: serviceGroupConfiguration(signals: []))
-        let task = Task { try await group.run() }
+        let lock = self.lock
+        let task = Task {
+            defer { lock.release() }
+            try await group.run()
+        }
         let ingestPort = try await ports.waitForIngest()
         let adminPort = admin == nil ? nil : try await admin!.waitUntilRunning()
         return RunningServer(ingestPort: ingestPort, adminPort: adminPort, group: group, task: task)

@@ -30,6 +30,21 @@ public struct RecordServerCommand: AsyncParsableCommand {
     public init() {}
 
     public func run() async throws {
+        // Everything up to a running server is configuration: a problem there exits 64 with a
+        // message naming the cause (the systemd unit does not restart on 64), never 1.
+        let server: RecordServer
+        do {
+            server = try makeServer()
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            FileHandle.standardError.write(Data("record-server: \(error)\n".utf8))
+            throw ExitCode(64)
+        }
+        try await server.run()
+    }
+
+    private func makeServer() throws -> RecordServer {
         var configuration: ServerConfiguration
         if let config {
             configuration = try ServerConfiguration.load(path: config)
@@ -50,8 +65,7 @@ public struct RecordServerCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "record-server")
-        let server = try RecordServer(configuration: configuration, logger: logger)
-        try await server.run()
+        return try RecordServer(configuration: configuration, logger: logger)
     }
 }
 

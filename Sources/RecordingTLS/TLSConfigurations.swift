@@ -16,6 +16,8 @@ public enum TLSSetupError: Error, Equatable, CustomStringConvertible {
     case incompleteClientIdentity(missing: String)
     /// The server hostname the client should verify is neither a DNS name nor an IP literal.
     case invalidServerHostname(String)
+    /// The trust root given is an end-entity certificate, not a CA.
+    case notACertificateAuthority(source: String, subject: String)
 
     public var description: String {
         switch self {
@@ -31,6 +33,9 @@ public enum TLSSetupError: Error, Equatable, CustomStringConvertible {
             return "client certificate and private key must be given together: \(missing) is missing"
         case .invalidServerHostname(let name):
             return "invalid server hostname \"\(name)\": expected a DNS name or an IP address"
+        case .notACertificateAuthority(let source, let subject):
+            return "\(source) holds \(subject), which is not a CA certificate (no basicConstraints CA:true): a server or agent " +
+                "certificate was given where the CA belongs. Give the CA that issued the certificates (ca.pem from `recordctl ca init`)"
         }
     }
 }
@@ -79,7 +84,7 @@ public enum TLSConfigurations {
         certificate: PEMInput, privateKey: PEMInput, ca: PEMInput, requireClientCertificate: Bool
     ) throws(TLSSetupError) -> TLSConfiguration {
         let identity = try loadIdentity(certificate: certificate, privateKey: privateKey)
-        let roots = try loadCertificates(ca)
+        let roots = try loadAuthorities(ca)
 
         var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: identity.chain.map { .certificate($0) },
@@ -151,7 +156,7 @@ public enum TLSConfigurations {
                 || CertificateAuthority.parseIPAddress(serverHostname) != nil
             else { throw .invalidServerHostname(serverHostname) }
         }
-        let roots = try loadCertificates(ca)
+        let roots = try loadAuthorities(ca)
 
         var configuration = TLSConfiguration.makeClientConfiguration()
         switch (certificate, privateKey) {
@@ -244,6 +249,19 @@ public enum TLSConfigurations {
         }
         guard !certificates.isEmpty else {
             throw .notPEM(source: input.source, role: input.role, reason: "no certificate found")
+        }
+        return certificates
+    }
+
+    /// The trust roots: certificates that are CAs. A leaf given as the CA would make every
+    /// handshake fail with an unhelpful "unable to get local issuer certificate".
+    private static func loadAuthorities(_ input: PEMInput) throws(TLSSetupError) -> [NIOSSLCertificate] {
+        let certificates = try loadCertificates(input)
+        for certificate in certificates {
+            guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der) else { continue }
+            guard case .isCertificateAuthority = try? parsed.extensions.basicConstraints else {
+                throw .notACertificateAuthority(source: input.source, subject: "\(parsed.subject)")
+            }
         }
         return certificates
     }

@@ -138,4 +138,20 @@ struct FileSourceTests {
         #expect(error?.code == .openFailed)
         #expect(error?.message.contains("missing.wav") == true)
     }
+
+    @Test func fileSourcesMadeForOneAgentShareItsEpochWhateverTheirStartOrder() throws {
+        let dir = TemporaryDirectory()
+        let frame = [UInt8](repeating: 16, count: 8) + [UInt8](repeating: 128, count: 4)
+        let video = dir.file("v.y4m", y4m(header: "YUV4MPEG2 W4 H2 F30:1 Ip", frames: [frame, frame]))
+        let audio = dir.file("a.wav", wav(samples: [Int16](repeating: 0, count: 960 * 2)))
+        let clock = ManualClock(start: 5_000_000_000)
+        let epoch = clock.now()
+        let camera = try SourceSpec.parse("cam=y4m:\(video)").makeSource(clock: clock, epoch: epoch, fastFiles: false)
+        let mic = try SourceSpec.parse("mic=wav:\(audio)").makeSource(clock: clock, epoch: epoch, fastFiles: false)
+        try camera.start()
+        clock.advance(by: 55_500_000)  // an encoder opened in between: the gap seen as A/V offset before
+        try mic.start()
+        #expect(try camera.read()?.pts == epoch)
+        #expect(try mic.read()?.pts == epoch, "both files begin at the agent's epoch: A/V offset 0")
+    }
 }

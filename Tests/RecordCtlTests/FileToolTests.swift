@@ -1,4 +1,5 @@
 import Foundation
+import Shared
 import Testing
 
 /// `verify`, `inspect` and `recover` on files made by the muxer (`recordctl demo`).
@@ -123,5 +124,30 @@ struct FileToolTests {
             }
             return nil
         }
+    }
+
+    @Test func recoverRefusesAFileOfADataDirectoryARunningServerHolds() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = try Self.demoRecording(in: directory)
+        // What a running record-server holds on its data directory (here, this process).
+        let lock = try DataDirectoryLock(dataDirectory: directory)
+        let refused = try recordctl(["recover", file])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("running record-server (pid \(getpid()))"), "\(refused.output)")
+        lock.release()
+        #expect(try recordctl(["recover", file]).status == 0, "with the server gone, recover works")
+    }
+
+    @Test func inspectRefusesAFileThatIsNotMP4() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let matroska = directory + "/clip.mkv"
+        let made = try runProcess("/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5:duration=1",
+                                                      "-c:v", "libx264", matroska])
+        try #require(made.status == 0, "\(made.output)")
+        let result = try recordctl(["inspect", matroska])
+        #expect(result.status == 1, "\(result.output)")
+        #expect(result.stderr.contains("not an MP4 file"), "\(result.stderr)")
     }
 }

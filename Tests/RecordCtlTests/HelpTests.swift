@@ -75,4 +75,12 @@ struct HelpTests {
         #expect(RecordCtl.run(arguments: ["nosuchcommand"]) == 2)
         #expect(RecordCtl.run(arguments: ["stop"]) == 2)
     }
+
+    @Test func topKeepsWatchingWhenTheServerIsUnreachable() throws {
+ // Port 1 on loopback: nothing listens there, connections are refused at once.
+        let result = try recordctl(["top", "--server", "http://127.0.0.1:1", "--token", "x", "--count", "3", "--interval", "0.1"])
+        #expect(result.status == 3, "the last poll failed: \(result.output)")
+        #expect(result.stdout.components(separatedBy: "cannot reach the server").count - 1 == 3,
+                "one frame per poll, each saying why, instead of exiting at the first: \(result.stdout)")
+    }
 }

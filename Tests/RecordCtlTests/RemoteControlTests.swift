@@ -34,6 +34,8 @@ struct RemoteControlTests {
         }
         #expect(agents.map { $0["id"] as? String } == ["cam-1"])
         #expect(agents.first?["session_id"] is NSNull)
+        let address = agents.first?["address"] as? String ?? ""
+        #expect(address.hasPrefix("127.0.0.1:") && !address.contains("IPv4"), "an address as an operator writes it: \(address)")
         let table = try recordctl(["agents"], environment: env)
         #expect(table.status == 0)
         #expect(table.stdout.contains("ID") && table.stdout.contains("ADDRESS") && table.stdout.contains("cam-1"), "\(table.stdout)")
@@ -43,7 +45,7 @@ struct RemoteControlTests {
                                     environment: env)
         #expect(started.status == 0, "\(started.output)")
         let startJSON = try started.json()
-        #expect(startJSON["status"] as? String == "accepted")
+        #expect(startJSON["status"] as? String == "started", "201: the agent opened the session within the server's wait")
         #expect(startJSON["agent_id"] as? String == "cam-1")
         let sessionID = try #require(startJSON["session_id"] as? String)
         let live = try eventually("the session to have samples") { () -> [String: Any]? in
@@ -176,6 +178,8 @@ struct RemoteControlTests {
         #expect(delete.status == 0, "\(delete.output)")
         #expect(delete.stdout.contains("deleted recording \(recordingID)"))
         #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(!FileManager.default.fileExists(atPath: (file as NSString).deletingLastPathComponent),
+                "the session's directory, with its session.mcrp, goes with its last file")
         let gone = try recordctl(["recording", recordingID], environment: env)
         #expect(gone.status == 1, "\(gone.output)")
         #expect(gone.stderr.contains(recordingID), "the server's not-found message: \(gone.stderr)")

@@ -59,7 +59,7 @@ private actor FakeAdminBackend: AdminBackend {
     /// Ids select failures, so each test states the outcome it wants in the request itself.
     private func failure(for id: String) -> AdminError? {
         if id.hasPrefix("missing") { return AdminError(.notFound, "no such thing \(id)") }
-        if id.hasPrefix("busy") { return AdminError(.conflict, "\(id) is busy") }
+        if id.hasPrefix("busy") { return AdminError(.conflict, "\(id) is busy", sessionID: "s-running") }
         if id.hasPrefix("invalid") { return AdminError(.badRequest, "\(id) is not acceptable") }
         if id.hasPrefix("down") { return AdminError(.unavailable, "catalog is down") }
         return nil
@@ -69,9 +69,10 @@ private actor FakeAdminBackend: AdminBackend {
     func connectedAgents() async -> [ConnectedAgentInfo] { agents }
     func liveSessions() async -> [LiveSessionInfo] { sessions }
 
-    func startSession(agentID: String, labels: [String: String]) async throws(AdminError) {
+    func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
         calls.append(.start(agent: agentID, labels: labels))
         if let error = failure(for: agentID) { throw error }
+        return agentID.hasPrefix("opening") ? "s-opened" : nil
     }
 
     func stopSession(id: String) async throws(AdminError) {
@@ -105,7 +106,7 @@ private actor FakeAdminBackend: AdminBackend {
 
 // MARK: - HTTP client
 
-private struct HTTPResult: Sendable {
+struct HTTPResult: Sendable {
     var status: Int
     var headers: [String: String]
     var body: Data
@@ -129,8 +130,9 @@ private struct HTTPResult: Sendable {
     }
 }
 
-private struct AdminClient: Sendable {
+struct AdminClient: Sendable {
     let port: Int
+    var token = adminToken
 
     enum Auth: Sendable {
         case none, valid, header(String)
@@ -142,7 +144,7 @@ private struct AdminClient: Sendable {
         request.httpMethod = method
         switch auth {
         case .none: break
-        case .valid: request.setValue("Bearer \(adminToken)", forHTTPHeaderField: "Authorization")
+        case .valid: request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         case .header(let value): request.setValue(value, forHTTPHeaderField: "Authorization")
         }
         if let body {
@@ -375,6 +377,11 @@ struct AdminAPITests {
             let busy = try await client.post("/v1/sessions", json: #"{"agent":"busy-cam"}"#)
             #expect(busy.status == 409)
             #expect(try busy.errorCode() == "conflict")
+            #expect((try busy.object()["error"] as? [String: Any])?["session_id"] as? String == "s-running")
+
+            let opened = try await client.post("/v1/sessions", json: #"{"agent":"opening-cam"}"#)
+            #expect(opened.status == 201)
+            #expect(try opened.object()["session_id"] as? String == "s-opened")
 
             let invalid = try await client.post("/v1/sessions", json: #"{"agent":"invalid-cam"}"#)
             #expect(invalid.status == 400)

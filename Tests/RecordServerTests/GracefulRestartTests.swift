@@ -83,4 +83,35 @@ struct GracefulRestartTests {
         #expect(try fixture.recordings(session: "s-cancel").isEmpty)
         #expect(!FileManager.default.fileExists(atPath: path))
     }
+
+    @Test("a restart with segmenting newly configured resumes the session into its one file: settings are pinned per session")
+    func changedSegmentSettingsDoNotBreakAResume() async throws {
+        let fixture = try ServerFixture()
+        let content = try SessionContent.make(sessionID: "s-pinned", seconds: 5)
+        let port = try await fixture.start()
+        let agent = try await fixture.connectAgent("agent-1", port: port)
+        _ = try await agent.open(content.open)
+        for sample in content.samples.prefix(content.samples.count / 2) { try await agent.send(.sample(sample)) }
+        await fixture.stop()
+        await agent.disconnect()
+
+        fixture.configuration.segment.maxSeconds = 1  // the operator changed this meanwhile
+        let again = try await fixture.connectAgent("agent-1", port: try await fixture.start())
+        let resumedAt = try await again.resume("s-pinned", lastAcknowledged: 0)
+        for sample in content.samples[Int(resumedAt)...] { try await again.send(.sample(sample)) }
+        let closed = try await again.close("s-pinned", finalSequence: UInt64(content.samples.count))
+        #expect(closed.durableSequence == UInt64(content.samples.count))
+        await again.disconnect()
+        await fixture.stop()
+
+        let recordings = try fixture.recordings(session: "s-pinned")
+        #expect(recordings.map(\.status) == [.completed], "one unsegmented file, as the session was started")
+        let path = try #require(recordings.first).path
+        #expect(path.hasSuffix("/recording.mp4"))
+        #expect(try Oracle.decodeErrors(path) == nil)
+        #expect(try Oracle.streams(path).map(\.packets) == content.open.tracks.map { content.counts[$0.id] ?? 0 }, "every sample exactly once")
+
+        // What the session kept beside its files: the settings it was started with.
+        #expect(SessionRegistry.readPinnedSettings(directory: (path as NSString).deletingLastPathComponent)?.maxSegmentDuration == nil)
+    }
 }

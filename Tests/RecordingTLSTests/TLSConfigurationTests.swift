@@ -66,6 +66,27 @@ struct TLSConfigurationTests {
         _ = try TLSConfigurations.server(certificatePEMPath: cert, privateKeyPEMPath: key, caPEMPath: ca)
     }
 
+    @Test("A server or agent certificate given as the CA is refused, naming the file")
+    func leafAsCertificateAuthority() throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let pki = try TestPKI()
+        let cert = try temporary.write(pki.server.certificatePEM, to: "cert.pem")
+        let key = try temporary.write(pki.server.privateKeyPEM, to: "key.pem")
+        let leafAsCA = try temporary.write(pki.server.certificatePEM, to: "not-a-ca.pem")
+        do {
+            _ = try TLSConfigurations.server(certificatePEMPath: cert, privateKeyPEMPath: key, caPEMPath: leafAsCA)
+            Issue.record("a leaf certificate was accepted as the CA")
+        } catch {
+            guard case .notACertificateAuthority(let source, _) = error else { Issue.record("wrong error \(error)"); return }
+            #expect(source == leafAsCA)
+            #expect(error.description.contains("not a CA certificate") && error.description.contains("recordctl ca init"))
+        }
+        #expect(throws: (any Error).self) {
+            try TLSConfigurations.client(caPEMPath: leafAsCA, certificatePEMPath: nil, privateKeyPEMPath: nil, serverHostname: nil)
+        }
+    }
+
     @Test("A directory where a file is expected is unreadable")
     func directoryIsUnreadable() throws {
         let temporary = try TemporaryDirectory()

@@ -109,7 +109,7 @@ public struct RunCommand: AsyncParsableCommand {
         } catch {
             logger.error("\(error)")
             try? await group.shutdownGracefully()
-            throw ExitCode(1)
+            throw ExitCode((error as? AgentRuntimeError)?.exitCode ?? 1)
         }
         try? await group.shutdownGracefully()
     }

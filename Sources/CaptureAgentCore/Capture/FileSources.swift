@@ -133,7 +133,10 @@ public struct Y4MHeader: Sendable, Equatable {
 }
 
 /// `y4m:PATH`: pictures of a YUV4MPEG2 file. Frame `n` is stamped `t0 + n·den/num`
-/// (t0 = clock at start); paced mode waits for that time, fast mode does not.
+/// (t0 = the agent's shared epoch, or the clock at start); paced mode waits for that time,
+/// fast mode does not. With the shared epoch, file sources that start one after another
+/// (an encoder opened in between) still begin at the same instant, so the recorded A/V
+/// offset is the files' own, not the start-up gap (issue 13, finding 8).
 public final class Y4MFileSource: CaptureSource {
     public let name: String
     public let isLive: Bool
@@ -142,15 +145,18 @@ public final class Y4MFileSource: CaptureSource {
     private let paced: Bool
     private var file: InputFile?
     private var header = Y4MHeader(width: 2, height: 2, fpsNumerator: 1, fpsDenominator: 1)
+    private let epoch: Int64?
     private var t0: Int64 = 0
     private var index: Int64 = 0
 
-    public init(path: String, clock: any MonotonicClock, paced: Bool = true) {
+    /// - Parameter epoch: time of frame 0; nil = the clock's time at ``start()``.
+    public init(path: String, clock: any MonotonicClock, paced: Bool = true, epoch: Int64? = nil) {
         self.name = "y4m:\(path)"
         self.path = path
         self.clock = clock
         self.paced = paced
         self.isLive = paced
+        self.epoch = epoch
     }
 
     public var format: SourceFormat {
@@ -164,7 +170,7 @@ public final class Y4MFileSource: CaptureSource {
         }
         header = try Y4MHeader.parse(line, path: path)
         self.file = file
-        t0 = clock.now()
+        t0 = epoch ?? clock.now()
         index = 0
     }
 
@@ -246,15 +252,18 @@ public final class WAVFileSource: CaptureSource {
     private var file: InputFile?
     private var channels = 1
     private var remaining: UInt64 = 0
+    private let epoch: Int64?
     private var t0: Int64 = 0
     private var framesRead: Int64 = 0
 
-    public init(path: String, clock: any MonotonicClock, paced: Bool = true) {
+    /// - Parameter epoch: time of the first sample; nil = the clock's time at ``start()``.
+    public init(path: String, clock: any MonotonicClock, paced: Bool = true, epoch: Int64? = nil) {
         self.name = "wav:\(path)"
         self.path = path
         self.clock = clock
         self.paced = paced
         self.isLive = paced
+        self.epoch = epoch
     }
 
     public var format: SourceFormat { .audio(sampleRate: 48000, channels: channels) }
@@ -289,7 +298,7 @@ public final class WAVFileSource: CaptureSource {
             }
         }
         self.file = file
-        t0 = clock.now()
+        t0 = epoch ?? clock.now()
         framesRead = 0
     }
 

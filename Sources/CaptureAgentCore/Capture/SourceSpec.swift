@@ -147,7 +147,8 @@ import Glibc
 extension SourceSpec {
     /// Creates the (not yet started) source.
     /// - Parameters:
-    ///   - epoch: shared time zero of synthetic sources, so flashes and beeps coincide.
+    ///   - epoch: shared time zero of synthetic and file sources, so flashes and beeps coincide
+    ///     and files start together, whatever their start order.
     ///   - fastFiles: read y4m/wav as fast as possible instead of in real time.
     public func makeSource(clock: any MonotonicClock, epoch: Int64, fastFiles: Bool) -> any CaptureSource {
         switch kind {
@@ -160,9 +161,9 @@ extension SourceSpec {
         case .testAudio(let channels):
             return TestAudioSource(channels: channels, clock: clock, epoch: epoch)
         case .y4m(let path):
-            return Y4MFileSource(path: path, clock: clock, paced: !fastFiles)
+            return Y4MFileSource(path: path, clock: clock, paced: !fastFiles, epoch: epoch)
         case .wav(let path):
-            return WAVFileSource(path: path, clock: clock, paced: !fastFiles)
+            return WAVFileSource(path: path, clock: clock, paced: !fastFiles, epoch: epoch)
         }
     }
 }

@@ -64,7 +64,13 @@ public struct AgentSettings: Sendable {
 /// Why the agent stopped with an error.
 public struct AgentRuntimeError: Error, Sendable, CustomStringConvertible {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// The process exit status: 1, or ``ConnectionFailure/permanentExitCode`` for a refusal
+    /// that retrying cannot fix.
+    public var exitCode: Int32
+    public init(_ message: String, exitCode: Int32 = 1) {
+        self.message = message
+        self.exitCode = exitCode
+    }
     public var description: String { message }
 }
 
@@ -93,6 +99,8 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     private var durationTimer: Scheduled<Void>?
     private let done: EventLoopPromise<Void>
     private var failure: AgentRuntimeError?
+    /// Set once the server refused this agent for good; the next disconnect ends the agent.
+    private var refusal: String?
     /// `run()` has returned: no more reconnects or captures.
     private var finished = false
 
@@ -184,7 +192,9 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                     self.channel = channel
                 case .failure(let error):
                     guard id == connection else { return }
-                    logger.warning("cannot connect to \(settings.host):\(settings.port): \(error)")
+                    let failure = ConnectionFailure.describe(error, host: settings.host, port: settings.port)
+                    if failure.kind == .permanent { return stopRefused(failure.message) }
+                    logger.warning("cannot connect: \(failure.message)")
                     perform(machine.connectionLost(now: clock.now()))
                 }
             }
@@ -217,12 +227,29 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
         connected = false
         channel = nil
         if finished || (shuttingDown && machine.sessionID == nil) { return }
+        if let refusal { return stopRefused(refusal) }
         perform(machine.connectionLost(now: clock.now()))
     }
 
     func connectionError(_ error: any Error, connection id: Int) {
         guard id == connection else { return }
-        logger.warning("connection error: \(error)")
+        let failure = ConnectionFailure.describe(error, host: settings.host, port: settings.port)
+        if failure.kind == .permanent {
+            // Stop once the connection is closed (connectionInactive), not in the middle of it.
+            refusal = failure.message
+            channel?.close(promise: nil)
+            if !connected { stopRefused(failure.message) }
+            return
+        }
+        logger.warning("connection error: \(failure.message)")
+    }
+
+    /// A refusal retrying cannot fix: say why once and exit with a distinct status instead of
+    /// reconnecting every few seconds forever.
+    private func stopRefused(_ message: String) {
+        guard !finished else { return }
+        failure = AgentRuntimeError("\(message); not retrying", exitCode: ConnectionFailure.permanentExitCode)
+        finish()
     }
 
     // MARK: Actions
@@ -265,6 +292,8 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                 sessionEnded()
             case .log(let level, let text):
                 logger.log(level: level, "\(text)")
+            case .refused(let report):
+                refusal = ConnectionFailure.describe(refusal: report).message
             }
         }
         if wrote { channel?.flush() }

@@ -65,6 +65,9 @@ public struct AgentStateMachine: Sendable {
         case sessionFailed(SessionID, ErrorReport)
         /// Something worth a log line.
         case log(Logger.Level, String)
+        /// The server refused this agent for a reason retrying cannot fix (authentication,
+        /// no common version): stop instead of reconnecting.
+        case refused(ErrorReport)
     }
 
     private enum Link: Sendable {
@@ -197,8 +200,9 @@ public struct AgentStateMachine: Sendable {
             actions += attachSession(now: now)
             return actions
         case .error(let report):
-            return [.log(.error, "server refused the connection: \(report.code) \(report.message)"),
-                    .closeConnection(reason: "\(report.code)")]
+            var actions: [Action] = [.log(.error, "server refused the connection: \(report.code) \(report.message)")]
+            if ConnectionFailure.describe(refusal: report).kind == .permanent { actions.append(.refused(report)) }
+            return actions + [.closeConnection(reason: "\(report.code)")]
         default:
             return protocolViolation(ProtocolError(.unexpectedMessage, "\(message.type) before HelloReply"), now: now)
         }

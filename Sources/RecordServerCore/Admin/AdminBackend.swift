@@ -103,9 +103,12 @@ public struct AdminError: Error, Sendable, Equatable {
     public enum Kind: String, Sendable { case notFound, conflict, badRequest, unavailable }
     public var kind: Kind
     public var message: String
-    public init(_ kind: Kind, _ message: String) {
+    /// The session the error is about, for a client to act on (a `conflict` with a running one).
+    public var sessionID: String?
+    public init(_ kind: Kind, _ message: String, sessionID: String? = nil) {
         self.kind = kind
         self.message = message
+        self.sessionID = sessionID
     }
 }
 
@@ -115,8 +118,10 @@ public protocol AdminBackend: Sendable {
     func health() async -> HealthInfo
     func connectedAgents() async -> [ConnectedAgentInfo]
     func liveSessions() async -> [LiveSessionInfo]
-    /// Asks a connected agent to start a session; returns once the command is sent.
-    func startSession(agentID: String, labels: [String: String]) async throws(AdminError)
+    /// Asks a connected agent to start a session and returns the new session's id once the
+    /// agent has opened it (nil if it did not within a few seconds). Refuses with `conflict`
+    /// when the agent is recording already: nothing is sent to it then.
+    func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String?
     func stopSession(id: String) async throws(AdminError)
     func cancelSession(id: String) async throws(AdminError)
     func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord]

@@ -9,6 +9,7 @@ struct AdminAPIError: Error, Sendable, Equatable {
     var status: HTTPResponse.Status
     var code: String
     var message: String
+    var sessionID: String?
 
     static func badRequest(_ message: String) -> AdminAPIError {
         AdminAPIError(status: .badRequest, code: "bad_request", message: message)
@@ -32,6 +33,7 @@ struct AdminAPIError: Error, Sendable, Equatable {
         case .badRequest: self.init(status: .badRequest, code: "bad_request", message: error.message)
         case .unavailable: self.init(status: .serviceUnavailable, code: "unavailable", message: error.message)
         }
+        sessionID = error.sessionID
     }
 
     init(status: HTTPResponse.Status, code: String, message: String) {
@@ -41,7 +43,7 @@ struct AdminAPIError: Error, Sendable, Equatable {
     }
 
     func response() -> Response {
-        var response = AdminResponses.json(ErrorBody(error: .init(code: code, message: message)), status: status)
+        var response = AdminResponses.json(ErrorBody(error: .init(code: code, message: message, sessionID: sessionID)), status: status)
         if status == .unauthorized {
             // RFC 6750 §3: tell the client which scheme to use.
             response.headers[.wwwAuthenticate] = #"Bearer realm="record-server""#

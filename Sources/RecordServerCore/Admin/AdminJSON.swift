@@ -49,6 +49,11 @@ struct ErrorBody: Encodable {
     struct Detail: Encodable {
         var code: String
         var message: String
+        var sessionID: String?
+
+        enum CodingKeys: String, CodingKey {
+            case code, message, sessionID = "session_id"
+        }
     }
     var error: Detail
 }

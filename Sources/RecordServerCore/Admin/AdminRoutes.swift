@@ -74,8 +74,11 @@ struct AdminRoutes: Sendable {
         let buffer = try await request.body.collect(upTo: maxBodyBytes)
         let body = Data(buffer.readableBytesView)
         let parsed = try AdminRequests.startSession(body)
-        try await backend.startSession(agentID: parsed.agent, labels: parsed.labels)
-        return AdminResponses.json(AcceptedJSON(action: "start", agentID: parsed.agent), status: .accepted)
+        let sessionID = try await backend.startSession(agentID: parsed.agent, labels: parsed.labels)
+        // 201 with the new session's id once the agent opened it; 202 if it has not yet.
+        return AdminResponses.json(AcceptedJSON(status: sessionID == nil ? "accepted" : "started", action: "start",
+                                                agentID: parsed.agent, sessionID: sessionID),
+                                   status: sessionID == nil ? .accepted : .created)
     }
 
     static func pathID(_ context: BasicRequestContext) throws(AdminAPIError) -> String {

@@ -26,7 +26,7 @@ struct AgentConnection {
         metrics.connectionOpened()
         defer { metrics.connectionClosed() }
         let connection = await registry.newConnectionID()
-        let address = channel.channel.remoteAddress.map { "\($0)" } ?? "unknown"
+        let address = channel.channel.remoteAddress.map(Self.display) ?? "unknown"
         var logger = logger
         logger[metadataKey: "peer"] = "\(address)"
         var state = ConnectionState()
@@ -275,6 +275,14 @@ struct AgentConnection {
         return try? await channel.eventLoop.submit {
             try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self).peerCertificate
         }.get()
+    }
+
+    /// `192.0.2.7:45352` or `[2001:db8::7]:45352`, as an operator writes an address (NIO's
+    /// description is a debug string: `[IPv4]192.0.2.7/192.0.2.7:45352`).
+    static func display(_ address: SocketAddress) -> String {
+        guard let ip = address.ipAddress, let port = address.port else { return "\(address)" }
+        if case .v6 = address { return "[\(ip)]:\(port)" }
+        return "\(ip):\(port)"
     }
 
     static func monotonicNanos() -> Int64 {

@@ -33,14 +33,21 @@ extension SessionRegistry: AdminBackend {
                                startedAt: record.createdAt, path: path, lastAck: 0, tracks: tracks)
     }
 
-    public func startSession(agentID: String, labels: [String: String]) async throws(AdminError) {
+    public func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
         guard let link = agentLink(agentID) else { throw AdminError(.notFound, "agent \(agentID) is not connected") }
         var wireLabels: [Label] = []
         for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
             guard let k = try? Identifier(validating: key) else { throw AdminError(.badRequest, "label key \"\(key)\" is not a valid identifier") }
             wireLabels.append(Label(k, value))
         }
-        await link.send(.startSession(StartSession(labels: wireLabels)))
+        // A start is idempotent: an agent that records already is left alone (issue 13, finding 3:
+        // the command used to reach it and disturb the running session).
+        if let running = await runningSessionID(of: agentID) {
+            throw AdminError(.conflict, "agent \(agentID) is already recording session \(running); stop it first (recordctl stop \(running))",
+                             sessionID: running)
+        }
+        let command = Message.startSession(StartSession(labels: wireLabels))
+        return await awaitingNextSession(of: agentID) { await link.send(command) }
     }
 
     public func stopSession(id: String) async throws(AdminError) {
@@ -89,6 +96,11 @@ extension SessionRegistry: AdminBackend {
             try catalog.deleteRecording(id: id)
         } catch {
             throw AdminError(.unavailable, "could not delete \(record.path): \(error)")
+        }
+        // The session's last file gone: its directory (with the session.mcrp sidecar) goes too.
+        if (try? catalog.recordings(sessionID: record.sessionID))?.isEmpty == true,
+           let session = try? catalog.session(id: record.sessionID) {
+            try? FileManager.default.removeItem(atPath: session.directory)
         }
     }
 

@@ -23,6 +23,7 @@ public actor SessionRegistry {
     }
 
     static let openFileName = "session.mcrp"
+    static let settingsFileName = "session-settings.json"
 
     let catalog: any RecordingCatalog
     nonisolated let dataDirectory: String
@@ -38,6 +39,11 @@ public actor SessionRegistry {
     private var dormant: [SessionID: DormantSession] = [:]
     private var agents: [String: AgentLink] = [:]
     private var nextConnection: UInt64 = 1
+    /// Admin starts waiting for their agent to open the session (keyed by a token per wait).
+    private var startWaiters: [UInt64: (agentID: String, continuation: CheckedContinuation<String?, Never>)] = [:]
+    private var nextWaiter: UInt64 = 0
+    /// How long an admin start waits for the agent's SessionOpen before answering without an id.
+    static let startWait = Duration.seconds(10)
     public private(set) var isShuttingDown = false
 
     public init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
@@ -107,7 +113,7 @@ public actor SessionRegistry {
         }
         let muxer: MP4Muxer
         do {
-            try Self.writeSidecar(open, directory: location.directory)
+            try Self.writeSidecar(open, settings: settings.pinned, directory: location.directory)
             muxer = try MP4Muxer(configuration: settings.muxerConfiguration(tracks: trackConfigs, directory: location.directory,
                                                                            baseName: location.baseName, creationTime: Int64(now.timeIntervalSince1970)))
             try muxer.start()
@@ -126,6 +132,7 @@ public actor SessionRegistry {
                                        muxer: muxer, acknowledged: 0, connection: connection, catalog: catalog, settings: settings,
                                        metrics: metrics, logger: logger)
         sessions[open.sessionID] = session
+        for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: open.sessionID.value) }
         metrics.sessionStarted()
         logger.info("session opened", metadata: ["session": "\(open.sessionID)", "agent": "\(agentID)", "tracks": "\(open.tracks.map(\.label))",
                                                   "directory": "\(location.directory)"])
@@ -144,8 +151,11 @@ public actor SessionRegistry {
         let open: SessionOpen
         let muxer: MP4Muxer
         let report: MP4Muxer.ResumeReport
+        let settings: SessionSettings
         do {
             open = try Self.readSidecar(directory: sleeping.record.directory)
+            // The session goes on with the settings it was started with.
+            settings = Self.readPinnedSettings(directory: sleeping.record.directory).map(self.settings.applying) ?? self.settings
             var configs: [TrackConfiguration] = []
             for d in open.tracks { configs.append(try TrackMapping.configuration(d)) }
             let baseName = try locate(agentID, id, sleeping.record.createdAt).baseName
@@ -164,6 +174,33 @@ public actor SessionRegistry {
             "session": "\(id)", "file": "\(report.path)", "samples_in_file": "\(report.samplesInFile)",
             "acknowledged": "\(report.durableThroughSequence)", "torn_bytes_discarded": "\(report.bytesDiscarded)"])
         return (session, await session.resumePoint)
+    }
+
+    /// The session `agentID` records now (live or waiting for a resume), if any.
+    func runningSessionID(of agentID: String) async -> String? {
+        for session in sessions.values where session.agentID == agentID {
+            if await !session.isFinished { return session.id.value }
+        }
+        return dormant.values.first { $0.record.agentID == agentID }?.record.id
+    }
+
+    /// Runs `send` (a StartSession to `agentID`) and returns the id of the next session that
+    /// agent opens, or nil after ``startWait``.
+    func awaitingNextSession(of agentID: String, send: @escaping @Sendable () async -> Void) async -> String? {
+        nextWaiter += 1
+        let token = nextWaiter
+        return await withCheckedContinuation { continuation in
+            startWaiters[token] = (agentID, continuation)
+            Task {
+                await send()
+                try? await Task.sleep(for: Self.startWait)
+                self.resolveStartWaiter(token, with: nil)
+            }
+        }
+    }
+
+    private func resolveStartWaiter(_ token: UInt64, with sessionID: String?) {
+        startWaiters.removeValue(forKey: token)?.continuation.resume(returning: sessionID)
     }
 
     func sessionEnded(_ session: RecordingSession) {
@@ -278,18 +315,29 @@ public actor SessionRegistry {
 
     // MARK: Sidecar
 
-    /// The session's `SessionOpen`, kept beside its files so a restarted server can rebuild
-    /// the session (tracks, codec configuration) when the agent resumes it.
-    static func writeSidecar(_ open: SessionOpen, directory: String) throws {
-        let bytes = try FrameEncoder().encode(.sessionOpen(open))
-        let path = directory + "/" + openFileName
+    /// The session's `SessionOpen` and pinned settings, kept beside its files so a restarted
+    /// server can rebuild the session (tracks, codec configuration, segmenting) when the agent
+    /// resumes it.
+    static func writeSidecar(_ open: SessionOpen, settings: SessionSettings.Pinned, directory: String) throws {
+        try writeDurably(Data(buffer: try FrameEncoder().encode(.sessionOpen(open))), to: directory + "/" + openFileName)
+        try writeDurably(try JSONEncoder().encode(settings), to: directory + "/" + settingsFileName)
+    }
+
+    /// Write to a temporary file, fsync, rename: a crash leaves the old file or the new one.
+    private static func writeDurably(_ data: Data, to path: String) throws {
         let temporary = path + ".tmp"
-        FileManager.default.createFile(atPath: temporary, contents: Data(buffer: bytes), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
         try handle.synchronize()
         try handle.close()
         try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.moveItem(atPath: temporary, toPath: path)
+    }
+
+    /// The settings a session was started with; nil for a session from before they were pinned.
+    static func readPinnedSettings(directory: String) -> SessionSettings.Pinned? {
+        guard let data = FileManager.default.contents(atPath: directory + "/" + settingsFileName) else { return nil }
+        return try? JSONDecoder().decode(SessionSettings.Pinned.self, from: data)
     }
 
     static func readSidecar(directory: String) throws -> SessionOpen {

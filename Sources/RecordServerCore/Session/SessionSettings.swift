@@ -15,6 +15,33 @@ public struct SessionSettings: Sendable {
 
     public init() {}
 
+    /// What decides a session's files, pinned when it opens and used again when it resumes,
+    /// whatever the configuration says after a restart (issue 13, finding 2: a restart with
+    /// segmenting newly on looked for `recording-0001.mp4` where `recording.mp4` was).
+    struct Pinned: Codable, Equatable {
+        var fragmentDuration: Int64
+        var durability: String
+        var maxSegmentDuration: Int64?
+        var maxSegmentBytes: Int?
+        var maxQueuedBytesPerTrack: Int
+    }
+
+    var pinned: Pinned {
+        Pinned(fragmentDuration: fragmentDuration, durability: durability == .none ? "none" : "fragment",
+               maxSegmentDuration: maxSegmentDuration, maxSegmentBytes: maxSegmentBytes, maxQueuedBytesPerTrack: maxQueuedBytesPerTrack)
+    }
+
+    /// These settings with the file-deciding ones taken from `pinned`.
+    func applying(_ pinned: Pinned) -> SessionSettings {
+        var settings = self
+        settings.fragmentDuration = pinned.fragmentDuration
+        settings.durability = pinned.durability == "none" ? .none : .fsyncEveryFragment
+        settings.maxSegmentDuration = pinned.maxSegmentDuration
+        settings.maxSegmentBytes = pinned.maxSegmentBytes
+        settings.maxQueuedBytesPerTrack = pinned.maxQueuedBytesPerTrack
+        return settings
+    }
+
     func muxerConfiguration(tracks: [TrackConfiguration], directory: String, baseName: String, creationTime: Int64) -> MuxerConfiguration {
         var config = MuxerConfiguration(tracks: tracks, directory: directory, baseName: baseName, creationTime: creationTime)
         config.fragmentDuration = fragmentDuration

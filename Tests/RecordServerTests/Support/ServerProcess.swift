@@ -22,14 +22,14 @@ final class ServerProcess: @unchecked Sendable {
         return root.appendingPathComponent(".build/debug/record-server").path
     }
 
-    init(fixture: ServerFixture) throws {
+    init(fixture: ServerFixture, name: String = "server") throws {
         port = try Self.freePort()
         var config = fixture.configuration
         config.ingest = .init(host: "127.0.0.1", port: port)
         config.admin.enabled = false
         config.admin.token = nil
-        configPath = fixture.directory + "/server.json"
-        logPath = fixture.directory + "/server.log"
+        configPath = fixture.directory + "/\(name).json"
+        logPath = fixture.directory + "/\(name).log"
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         try encoder.encode(config).write(to: URL(fileURLWithPath: configPath))
@@ -61,6 +61,18 @@ final class ServerProcess: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         throw TestAgentError("record-server did not listen on \(port): \(log)")
+    }
+
+    /// The running server's pid (0 before `start`).
+    var pid: Int32 { process?.processIdentifier ?? 0 }
+
+    /// Waits for the process to exit by itself (bounded: 30 s) and returns its exit status.
+    func waitForExit() async throws -> Int32 {
+        for _ in 0..<300 {
+            if let process, !process.isRunning { return process.terminationStatus }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestAgentError("record-server did not exit: \(log)")
     }
 
     func kill9() {

@@ -63,6 +63,7 @@ final class TestAgent: @unchecked Sendable {
         while let message = try await iterator.next() {
             if case .heartbeatReply = message { continue }
             if case .heartbeat = message { continue }  // the server's own (protocol.md §6.3)
+            if case .startSession = message { startCommands += 1 }
             if skippingAcks, case .ack = message { continue }
             return message
         }
@@ -82,6 +83,8 @@ final class TestAgent: @unchecked Sendable {
     }
 
     var highestAck: UInt64 = 0
+    /// StartSession commands seen so far.
+    var startCommands = 0
 
     func hello(agentID: Identifier, token: String? = nil) async throws -> HelloReply {
         try await send(.hello(Hello(agentID: agentID, softwareVersion: "test-agent 1", bearerToken: token)))

@@ -14,7 +14,7 @@ public struct SequenceMarkerBox: MP4Box, Equatable {
         self.durableThrough = durableThrough
         var ranges: [ClosedRange<UInt64>] = []
         for s in sequences.sorted() {
-            if let last = ranges.last, last.upperBound + 1 == s { ranges[ranges.count - 1] = last.lowerBound...s } else if ranges.last?.contains(s) != true {
+            if let last = ranges.last, last.upperBound < s, last.upperBound + 1 == s { ranges[ranges.count - 1] = last.lowerBound...s } else if ranges.last?.contains(s) != true {
                 ranges.append(s...s)
             }
         }

@@ -21,8 +21,9 @@ public enum MuxerTimestampBounds {
     static func violation(pts: Int64, dts: Int64, duration: Int64, reference: Int64?) -> String? {
         let range = -timestampMagnitude...timestampMagnitude
         guard range.contains(pts), range.contains(dts) else { return "PTS \(pts) or DTS \(dts) is beyond ±2^62 ns" }
-        // Both within ±2^62: the difference fits.
-        guard pts - dts <= maxPresentationDelay else { return "PTS - DTS = \(pts - dts) ns exceeds 2^40 ns" }
+        // Both within ±2^62, yet their difference may still need 64 bits unsigned: checked.
+        let (delay, overflow) = pts.subtractingReportingOverflow(dts)
+        guard !overflow, delay <= maxPresentationDelay else { return "PTS \(pts) - DTS \(dts) exceeds 2^40 ns" }
         guard duration <= maxDuration else { return "duration \(duration) ns exceeds 2^40 ns" }
         if let reference {
             let (distance, overflow) = dts.subtractingReportingOverflow(reference)

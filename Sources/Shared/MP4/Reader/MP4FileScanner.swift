@@ -145,8 +145,17 @@ public struct MP4FileScanner {
         return result
     }
 
-    /// Every run must point inside the fragment's mdat.
+    /// Every run must point inside the fragment's mdat, and the sequence marker may name no
+    /// more samples than the fragment holds (a damaged range count would otherwise make
+    /// ``SequenceMarkerBox/sequences`` expand to billions of numbers).
     static func validate(_ fragment: Fragment) -> String? {
+        if let marker = fragment.sequenceMarker {
+            let named = marker.ranges.reduce(UInt64(0)) { $0.saturatingSum(UInt64($1.count)) }
+            let held = fragment.moof.trackFragments.reduce(UInt64(0)) { $0 + UInt64($1.run.samples.count) }
+            guard named <= held else {
+                return "the sequence marker of fragment \(fragment.moof.header.sequenceNumber) names \(named) samples, the fragment holds \(held)"
+            }
+        }
         for traf in fragment.moof.trackFragments {
             guard traf.header.flags & TrackFragmentHeaderBox.defaultBaseIsMoof != 0 || traf.header.baseDataOffset != nil else {
                 return "traf without a data base"
