@@ -24,7 +24,7 @@ struct HostileAgentTests {
         var failure: (any Error)?
         do { try await body(server) } catch { failure = error }
         await server.closeCaseClients()
-        guard server.process.pid != nil else {
+        guard server.process.isRunning else {
             Issue.record("record-server died during \(name); log tail: \(server.process.log.suffix(1500))")
             return
         }

@@ -56,7 +56,7 @@ final class HostileServer: @unchecked Sendable {
 
     /// Starts a new process if the last case killed this one.
     func ensureRunning() async throws {
-        guard process.pid == nil else { return }
+        guard !process.isRunning else { return }
         process = try ServerProcess(fixture: fixture)
         process.environment = Self.mallocPolicy
         try await start()
@@ -85,7 +85,7 @@ final class HostileServer: @unchecked Sendable {
     // MARK: /proc probes
 
     func resources() -> Resources? {
-        guard let pid = process.pid,
+        guard process.isRunning, case let pid = process.pid,
               let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
               let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return nil }
         return Resources(rssKiB: Self.field("VmRSS", in: status) ?? 0, descriptors: fds.count)
@@ -93,13 +93,13 @@ final class HostileServer: @unchecked Sendable {
 
     /// Peak resident set since the last `resetPeak()` (VmHWM).
     func peakRSSKiB() -> Int? {
-        guard let pid = process.pid, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        guard process.isRunning, case let pid = process.pid, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         return Self.field("VmHWM", in: status)
     }
 
     /// Writing 5 to clear_refs resets VmHWM to the current RSS (proc(5)).
     func resetPeak() {
-        guard let pid = process.pid else { return }
+        guard process.isRunning, case let pid = process.pid else { return }
         try? "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
     }
 

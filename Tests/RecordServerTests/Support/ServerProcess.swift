@@ -87,8 +87,7 @@ final class ServerProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// The running server's process id (for /proc probes), nil before start or after exit.
-    var pid: Int32? { process.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+    var isRunning: Bool { process?.isRunning == true }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
