@@ -85,3 +85,31 @@ enum Oracle {
         return r.stdout.split(separator: "\n").compactMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
     }
 }
+
+extension Oracle {
+    struct Packet: Equatable {
+        var pts: Int64
+        var dts: Int64
+        var size: Int
+        var keyframe: Bool
+    }
+
+    /// Every packet of every stream (outer index = stream index), in file order, timestamps
+    /// in the stream's time base as ffprobe reports them (edit lists applied).
+    static func packets(_ path: String) throws -> [[Packet]] {
+        let r = try run(["ffprobe", "-v", "error", "-show_entries", "packet=stream_index,pts,dts,size,flags", "-of", "json", path])
+        guard r.status == 0, let json = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any],
+              let packets = json["packets"] as? [[String: Any]] else {
+            throw TestAgentError("ffprobe cannot list the packets of \(path): \(r.stderr)")
+        }
+        var result: [[Packet]] = []
+        for p in packets {
+            let stream = p["stream_index"] as? Int ?? 0
+            while result.count <= stream { result.append([]) }
+            result[stream].append(Packet(pts: (p["pts"] as? NSNumber)?.int64Value ?? .min, dts: (p["dts"] as? NSNumber)?.int64Value ?? .min,
+                                         size: Int(p["size"] as? String ?? "") ?? (p["size"] as? Int ?? -1),
+                                         keyframe: (p["flags"] as? String)?.hasPrefix("K") ?? false))
+        }
+        return result
+    }
+}
