@@ -4,6 +4,8 @@
 int cmalloc_return_freed_memory(int threshold) {
     return mallopt(M_MMAP_THRESHOLD, threshold) == 1 && mallopt(M_TRIM_THRESHOLD, threshold) == 1;
 }
+int cmalloc_trim(void) { return malloc_trim(0); }
 #else
 int cmalloc_return_freed_memory(int threshold) { (void)threshold; return 0; }
+int cmalloc_trim(void) { return 0; }
 #endif

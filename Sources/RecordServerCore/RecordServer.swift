@@ -1,3 +1,4 @@
+import CMallocTuning
 import Foundation
 import Logging
 import NIOCore
@@ -178,6 +179,9 @@ struct Housekeeping: Service {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 await registry.sweep()
                 if retention.isEnabled, ticks % 60 == 0 { await applyRetention() }
+                // Memory freed by connections that came and went (a burst of idle or hostile
+                // peers) goes back to the system within seconds, not at the next large free.
+                if ticks % 5 == 0 { _ = cmalloc_trim() }
                 ticks += 1
                 // Once a second: resume windows are a minute, and every tick wakes threads.
                 try? await Task.sleep(for: .seconds(1))

@@ -32,4 +32,14 @@ import WireProtocol
         #expect(try v.validate(sample(2)) == .ignoreEnded, "a sample already in flight is dropped, not a violation")
         #expect(try v.validate(Fixtures.sessionOpen) == .accept, "a new session may open on the same connection")
     }
+
+    @Test func framesInFlightAfterAValidatorsOwnSessionErrorAreIgnored() throws {
+        var v = try recording()
+        var unknown = Sample(track: 9, sequence: 2, pts: 2, dts: 2, duration: 1, data: ByteBuffer(bytes: [0, 0, 0, 1, 0x65]))
+        #expect(throws: ProtocolError(.unknownTrack, "")) { try v.validate(.sample(unknown)) }
+        v.sessionEnded()  // what the server then does, as for any session-scoped error
+        unknown.track = 1
+        #expect(try v.validate(.sample(unknown)) == .ignoreEnded, "a late sample of the ended session is dropped")
+        #expect(try v.validate(.sessionClose(SessionClose(sessionID: "s1", finalSequence: 2))) == .ignoreEnded)
+    }
 }

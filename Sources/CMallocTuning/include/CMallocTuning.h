@@ -7,4 +7,9 @@
 /// when freed), and the heap is trimmed once `threshold` bytes are free at its top.
 /// Returns 1 when both settings took effect, 0 otherwise (or off glibc).
 int cmalloc_return_freed_memory(int threshold);
+
+/// Gives free memory anywhere in the heap back to the system (malloc_trim(0)): what many
+/// short connections freed lies between live allocations, where the top-of-heap trim never
+/// reaches. Returns 1 if memory was released.
+int cmalloc_trim(void);
 #endif

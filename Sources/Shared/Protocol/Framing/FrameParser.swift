@@ -85,6 +85,11 @@ public struct FrameParser: Sendable {
                 return nil
             }
             pendingHeader = header
+            // Room for the whole payload at once, instead of doubling the buffer (and copying
+            // it) as the bytes trickle in: memory follows what arrived, never twice it. Large
+            // allocations are their own mappings, so room not yet written costs nothing.
+            let missing = Int(header.payloadLength) - buffer.readableBytes
+            if missing > buffer.writableBytes { buffer.reserveCapacity(minimumWritableBytes: missing) }
         }
         guard let header = pendingHeader, buffer.readableBytes >= Int(header.payloadLength) else { return nil }
         let length = Int(header.payloadLength)
@@ -102,7 +107,8 @@ public struct FrameParser: Sendable {
     /// does not grow its buffer without bound.
     private mutating func compactIfWorthwhile() {
         if buffer.readableBytes == 0 {
-            buffer.clear()
+            // After a large frame, give its room back rather than keep it for the connection's life.
+            if buffer.capacity > 1 << 20 { buffer = ByteBuffer() } else { buffer.clear() }
         } else if buffer.readerIndex >= 64 * 1024 && buffer.readerIndex >= buffer.readableBytes {
             buffer.discardReadBytes()
         }

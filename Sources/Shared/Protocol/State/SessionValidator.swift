@@ -139,6 +139,9 @@ public struct SessionValidator: Sendable {
     public mutating func sessionEnded() {
         switch state {
         case .established(.open(let open)): state = .established(.ended(open.id))
+        // Already ended by the validator itself (a session-scoped error it raised): stay
+        // ENDED, so frames the agent sent before it heard are ignored, not violations.
+        case .established(.ended): break
         case .established: state = .established(.none)
         default: break
         }
