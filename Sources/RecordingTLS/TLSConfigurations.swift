@@ -258,6 +258,8 @@ public enum TLSConfigurations {
     private static func loadAuthorities(_ input: PEMInput) throws(TLSSetupError) -> [NIOSSLCertificate] {
         let certificates = try loadCertificates(input)
         for certificate in certificates {
+            // NIOSSL parsed it already; a certificate swift-certificates cannot read is left to
+            // BoringSSL's own checks rather than refused here.
             guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der) else { continue }
             guard case .isCertificateAuthority = try? parsed.extensions.basicConstraints else {
                 throw .notACertificateAuthority(source: input.source, subject: "\(parsed.subject)")

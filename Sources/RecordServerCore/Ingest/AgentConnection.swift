@@ -246,6 +246,7 @@ struct AgentConnection {
     private func endSession(_ session: RecordingSession, after error: ProtocolError, outbound: NIOAsyncChannelOutboundWriter<Message>,
                             reportError: Bool = true) async throws {
         let durable = await session.end(after: error)
+        // A failed write means the connection is gone; the session is ended all the same.
         if reportError { try? await outbound.write(.error(ErrorReport(error, maxBytes: limits.maxStringBytes))) }
         if durable > 0 { try await sendAck(durable, session: session, outbound: outbound) }
         try await outbound.write(.sessionClosed(SessionClosed(sessionID: session.id, outcome: .finalized, durableSequence: durable)))

@@ -232,8 +232,13 @@ actor RecordingSession {
     private func discardEmpty(reason: String) {
         guard !isFinished else { return }
         muxer.cancel()
-        try? FileManager.default.removeItem(atPath: directory)
-        try? catalog.deleteSession(id: id.value)
+        do { try FileManager.default.removeItem(atPath: directory) } catch {
+            logger.warning("could not remove the empty session's directory", metadata: ["directory": "\(directory)", "error": "\(error)"])
+        }
+        do { try catalog.deleteSession(id: id.value) } catch {
+            // The row stays `recording` and is finalized (as empty) by recovery after a restart.
+            logger.error("could not delete the empty session's catalog row", metadata: ["error": "\(error)"])
+        }
         phase = .finished(.cancelled)
         metrics.sessionEnded(outcome: .cancelled)
         reportQueue()

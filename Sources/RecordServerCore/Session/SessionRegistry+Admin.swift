@@ -100,7 +100,10 @@ extension SessionRegistry: AdminBackend {
         // The session's last file gone: its directory (with the session.mcrp sidecar) goes too.
         if (try? catalog.recordings(sessionID: record.sessionID))?.isEmpty == true,
            let session = try? catalog.session(id: record.sessionID) {
-            try? FileManager.default.removeItem(atPath: session.directory)
+            do { try FileManager.default.removeItem(atPath: session.directory) } catch {
+                // The recording itself is gone; a leftover directory is only clutter.
+                logger.warning("could not remove the session directory", metadata: ["directory": "\(session.directory)", "error": "\(error)"])
+            }
         }
     }
 

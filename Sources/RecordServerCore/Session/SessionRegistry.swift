@@ -31,7 +31,7 @@ public actor SessionRegistry {
     private let settings: SessionSettings
     private let metrics: any IngestMetrics
     private let locate: SessionLocator
-    private let logger: Logger
+    let logger: Logger
     private let maxSessions: Int
     private let maxSessionsPerAgent: Int
     private let clock = ContinuousClock()
@@ -118,7 +118,8 @@ public actor SessionRegistry {
                                                                            baseName: location.baseName, creationTime: Int64(now.timeIntervalSince1970)))
             try muxer.start()
         } catch let error as MuxerError where error.code == .invalidConfiguration {
-            // Nothing was recorded: leave nothing behind (the sidecar was written first).
+            // Nothing was recorded: leave nothing behind (the sidecar was written first). Best
+            // effort: the refusal below is what matters, and an empty directory harms nothing.
             try? FileManager.default.removeItem(atPath: location.directory)
             throw ProtocolError(.invalidCodecConfig, error.message)
         } catch {
@@ -155,7 +156,7 @@ public actor SessionRegistry {
         do {
             open = try Self.readSidecar(directory: sleeping.record.directory)
             // The session goes on with the settings it was started with.
-            settings = Self.readPinnedSettings(directory: sleeping.record.directory).map(self.settings.applying) ?? self.settings
+            settings = try Self.readPinnedSettings(directory: sleeping.record.directory).map(self.settings.applying) ?? self.settings
             var configs: [TrackConfiguration] = []
             for d in open.tracks { configs.append(try TrackMapping.configuration(d)) }
             let baseName = try locate(agentID, id, sleeping.record.createdAt).baseName
@@ -335,9 +336,14 @@ public actor SessionRegistry {
     }
 
     /// The settings a session was started with; nil for a session from before they were pinned.
-    static func readPinnedSettings(directory: String) -> SessionSettings.Pinned? {
-        guard let data = FileManager.default.contents(atPath: directory + "/" + settingsFileName) else { return nil }
-        return try? JSONDecoder().decode(SessionSettings.Pinned.self, from: data)
+    /// A file that exists but cannot be read is an error, not a fallback: resuming with other
+    /// settings is exactly what pinning prevents.
+    static func readPinnedSettings(directory: String) throws -> SessionSettings.Pinned? {
+        let path = directory + "/" + settingsFileName
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        do { return try JSONDecoder().decode(SessionSettings.Pinned.self, from: data) } catch {
+            throw ProtocolError(.storageFailure, "\(path) is damaged (\(error)); the session cannot resume with its own settings")
+        }
     }
 
     static func readSidecar(directory: String) throws -> SessionOpen {
