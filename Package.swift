@@ -34,7 +34,7 @@ let package = Package(
         // System libraries (Debian: libx264-dev, libopus-dev, libv4l-dev, libasound2-dev).
         .target(name: "CX264", linkerSettings: [.linkedLibrary("x264")]),
         .target(name: "COpus", linkerSettings: [.linkedLibrary("opus")]),
-        .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+        .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2"), .linkedLibrary("v4lconvert")]),
         .target(name: "CALSA", linkerSettings: [.linkedLibrary("asound")]),
         // glibc's mallopt (not exported by Swift's Glibc module).
         .target(name: "CMallocTuning"),
@@ -123,8 +123,12 @@ let package = Package(
         // Corpus/ holds the session fuzzer's regression inputs, read from the source tree by path.
         .testTarget(name: "MP4Tests", dependencies: ["MP4"], exclude: ["Corpus"]),
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
-        .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding"]),
-        .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore"]),
+        .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding", "TestSupport"]),
+        // Test support shared by test targets: external tools (ffprobe, ffmpeg) as oracles.
+        .target(name: "TestSupport", dependencies: ["MediaEncoding"], path: "Tests/TestSupport"),
+        .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore", "TestSupport"]),
+        // Judges what scripts/hardware-test.sh recorded from real kernel drivers in a VM.
+        .testTarget(name: "HardwareBenchTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "RecordingTLSTests",
             dependencies: [

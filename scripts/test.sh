@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, protocol, encoder, muxer, server, agent and end-to-end tests.
+# The whole test suite: unit, protocol, encoder, muxer, server, agent and end-to-end tests,
+# then the hardware bench (scripts/hardware-test.sh) and its checks.
 # Every MP4 the tests write is checked with ffprobe and ffmpeg.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,14 +9,32 @@ source scripts/bootstrap.sh
 swift build --build-tests
 log=.build/test-output.log
 status=0
-swift test --skip-build 2>&1 | tee "$log" || status=$?
+# The bench's suites are judged in their own run below, after the VM recorded.
+env -u HARDWARE_BENCH_RESULTS swift test --skip-build 2>&1 | tee "$log" || status=$?
 
 # One plain closing line with the Swift Testing totals (XCTest prints its own "Executed 0 tests"
 # because every test here uses Swift Testing).
-summary=$(grep -E "Test run with [0-9]+ tests? in [0-9]+ suites? (passed|failed)" "$log" | tail -n 1 || true)
-total=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<<"$summary")
-failed=$(grep -cE "^✘ Test .* failed after" "$log" || true)
-if [ -n "$summary" ]; then
-  echo "tests: $((total - failed)) passed, $failed failed"
+totals() {
+  local summary total failed
+  summary=$(grep -E "Test run with [0-9]+ tests? in [0-9]+ suites? (passed|failed)" "$1" | tail -n 1 || true)
+  total=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<<"$summary")
+  failed=$(grep -cE "^✘ Test .* failed after" "$1" || true)
+  [ -n "$summary" ] && echo "$2: $((total - failed)) passed, $failed failed"
+  return 0
+}
+totals "$log" tests
+
+# The hardware bench: real kernel drivers (vivid, snd-aloop, snd-dummy, v4l2loopback) in a
+# QEMU guest, recorded by this build's capture-agent and record-server (docs/agent.md
+# "Tested hardware paths"). SKIP_HARDWARE_BENCH=1 leaves it out of a quick local run.
+if [ "${SKIP_HARDWARE_BENCH:-0}" != 1 ]; then
+  bench=$PWD/.build/hardware-bench
+  started=$(date +%s)
+  scripts/hardware-test.sh --out "$bench" || status=1
+  bench_log=.build/hardware-bench-tests.log
+  HARDWARE_BENCH_RESULTS=$bench swift test --skip-build --filter HardwareBenchTests 2>&1 | tee "$bench_log" || status=1
+  grep -h "bench figure:" "$bench_log" | sort -u || true
+  totals "$bench_log" "hardware bench"
+  echo "hardware bench: $(( $(date +%s) - started )) s"
 fi
 exit "$status"

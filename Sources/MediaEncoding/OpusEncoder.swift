@@ -36,7 +36,10 @@ public final class OpusEncoder {
     ///   - sampleRate: 8000, 12000, 16000, 24000 or 48000 (libopus rejects 44100).
     ///   - channels: 1 or 2; PCM is interleaved.
     ///   - bitrate: bits per second; defaults to 64000 (mono) or 96000 (stereo).
-    public init(sampleRate: Int32 = 48000, channels: Int = 1, bitrate: Int32? = nil, application: Application = .audio) throws(EncoderError) {
+    ///   - complexity: 0…10, CPU spent for quality; nil keeps libopus's default (10). A small
+    ///     board (or an emulated CPU) that cannot encode every track in real time needs less.
+    public init(sampleRate: Int32 = 48000, channels: Int = 1, bitrate: Int32? = nil, complexity: Int32? = nil,
+                application: Application = .audio) throws(EncoderError) {
         guard [8000, 12000, 16000, 24000, 48000].contains(sampleRate) else {
             throw EncoderError(.invalidSettings, "unsupported sample rate \(sampleRate)")
         }
@@ -47,6 +50,9 @@ public final class OpusEncoder {
         guard (500...512_000).contains(rate) else {
             throw EncoderError(.invalidSettings, "bitrate out of range: \(rate)")
         }
+        if let complexity, !(0...10).contains(complexity) {
+            throw EncoderError(.invalidSettings, "complexity must be 0…10, got \(complexity)")
+        }
         let app: Int32 = switch application {
         case .voip: copus_application_voip()
         case .audio: copus_application_audio()
@@ -56,7 +62,8 @@ public final class OpusEncoder {
         guard let h = opus_encoder_create(sampleRate, Int32(channels), app, &err), err == OPUS_OK else {
             throw EncoderError(.openFailed, "opus_encoder_create failed (\(err))")
         }
-        let setResult = copus_set_bitrate(h, rate)
+        var setResult = copus_set_bitrate(h, rate)
+        if setResult == OPUS_OK, let complexity { setResult = copus_set_complexity(h, complexity) }
         var lookahead: Int32 = 0
         let getResult = copus_get_lookahead(h, &lookahead)
         guard setResult == OPUS_OK, getResult == OPUS_OK else {

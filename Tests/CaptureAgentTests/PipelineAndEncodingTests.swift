@@ -161,6 +161,10 @@ struct PipelineAndEncodingTests {
     @Test func parsesSourceSpecs() throws {
         #expect(try SourceSpec.parse("front=v4l2:/dev/video0").kind == .v4l2(path: "/dev/video0", width: 1280, height: 720, fps: 30))
         #expect(try SourceSpec.parse("front=v4l2:/dev/video2?size=1920x1080&fps=25").kind == .v4l2(path: "/dev/video2", width: 1920, height: 1080, fps: 25))
+        #expect(try SourceSpec.parse("usb=v4l2:/dev/video2?size=640x480&format=YUYV").kind
+                == .v4l2(path: "/dev/video2", width: 640, height: 480, fps: 30, deviceFormat: V4L2PixelFormat.yuyv))
+        #expect(try SourceSpec.parse("be=v4l2:/dev/video3?format=Y16").kind
+                == .v4l2(path: "/dev/video3", width: 1280, height: 720, fps: 30, deviceFormat: V4L2PixelFormat.fourcc("Y16 ")))
         #expect(try SourceSpec.parse("back=test:640x360@25").kind == .testVideo(width: 640, height: 360, fps: 25))
         #expect(try SourceSpec.parse("back=test").kind == .testVideo(width: 1280, height: 720, fps: 30))
         #expect(try SourceSpec.parse("tone=test:audio?channels=2").kind == .testAudio(channels: 2))
@@ -176,6 +180,7 @@ struct PipelineAndEncodingTests {
         ("x=webcam:/dev/video0", "unknown source kind"),
         ("x=v4l2:video0", "device path"),
         ("x=v4l2:/dev/video0?size=big", "size must be WxH"),
+        ("x=v4l2:/dev/video0?format=MJPEG", "V4L2 fourcc"),
         ("x=test:640x360", "test:WxH@FPS"),
         ("x=test:641x360@30", "even"),
         ("x=alsa:default?channels=6", "channels must be 1 or 2"),

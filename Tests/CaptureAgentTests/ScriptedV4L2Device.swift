@@ -121,6 +121,24 @@ final class ScriptedV4L2Device: V4L2Device {
         }
     }
 
+    /// How many more conversions fail (as libv4lconvert does on a corrupt MJPEG frame).
+    var failingConversions = 0
+
+    /// A stand-in for libv4lconvert: the picture's first byte becomes the whole luma plane,
+    /// chroma is grey. Enough to show which buffer was converted and that its result is used.
+    func convertToI420(_ source: UnsafeRawBufferPointer, from format: V4L2PixelFormat,
+                       into destination: UnsafeMutableRawBufferPointer) throws(V4L2Error) -> Int {
+        calls.append("CONVERT \(V4L2PixelFormat.fourccString(format.pixelFormat)) \(source.count)")
+        if failingConversions > 0 {
+            failingConversions -= 1
+            throw V4L2Error(call: "v4lconvert_convert", errno: EIO, message: "corrupt frame")
+        }
+        let luma = Int(format.width * format.height)
+        destination.baseAddress!.initializeMemory(as: UInt8.self, repeating: source.first ?? 0, count: luma)
+        (destination.baseAddress! + luma).initializeMemory(as: UInt8.self, repeating: 128, count: destination.count - luma)
+        return destination.count
+    }
+
     func streamOn() throws(V4L2Error) { calls.append("STREAMON") }
     func streamOff() throws(V4L2Error) { calls.append("STREAMOFF") }
     func close() { calls.append("CLOSE") }

@@ -48,6 +48,64 @@ struct V4L2CaptureTests {
         source.stop()
     }
 
+    @Test func aChosenDeviceFormatIsCapturedAndConvertedByLibv4lconvert() throws {
+        let device = ScriptedV4L2Device()
+        let yuyv = V4L2PixelFormat.yuyv
+        device.grantedFormat = V4L2PixelFormat(width: 64, height: 48, pixelFormat: yuyv, bytesPerLine: 128)
+        let source = makeSource(device, request: .init(width: 64, height: 48, fps: 30, deviceFormat: yuyv))
+        try source.start()
+        #expect(device.calls.contains("S_FMT 64x48 YUYV"))
+        let granted = try #require(source.granted)
+        #expect(granted.convertedHere)
+        #expect(granted.description.contains("64x48 YUYV → YU12 (libv4lconvert) @ 30 fps"))
+
+        device.script = [.frame(sequence: 0, flags: 0x2000, seconds: 10, microseconds: 0, luma: 91)]
+        guard case .video(let frame, let pts)? = try source.read() else { Issue.record("no frame"); return }
+        #expect(device.calls.contains { $0.hasPrefix("CONVERT YUYV ") })
+        #expect(frame.width == 64 && frame.height == 48)
+        #expect(frame.y.allSatisfy { $0 == 91 } && frame.u.allSatisfy { $0 == 128 })
+        #expect(pts == 10_000_000_000)
+        source.stop()
+    }
+
+    @Test func unconvertibleFramesAreDroppedThenTheCameraIsGivenUp() throws {
+        let device = ScriptedV4L2Device()
+        let mjpeg = V4L2PixelFormat.mjpeg
+        let source = makeSource(device, request: .init(width: 64, height: 48, fps: 30, deviceFormat: mjpeg))
+        try source.start()
+        // Two corrupt frames are dropped and counted; the third converts.
+        device.failingConversions = 2
+        device.script = (0..<3).map { .frame(sequence: UInt32($0), flags: 0x2000, seconds: 10, microseconds: Int64($0) * 33_000, luma: 60) }
+        guard case .video? = try source.read() else { Issue.record("no frame"); return }
+        #expect(source.takeLostCount() == 2)
+        // A camera whose every frame fails is given up with the converter's reason.
+        let limit = V4L2CaptureSource.conversionFailureLimit
+        device.failingConversions = limit
+        device.script = (0..<limit).map { .frame(sequence: UInt32(3 + $0), flags: 0x2000, seconds: 11, microseconds: Int64($0) * 33_000, luma: 60) }
+        let error = #expect(throws: CaptureError.self) { try source.read() }
+        #expect(error?.message.contains("could not be converted") == true)
+        #expect(error?.message.contains("corrupt frame") == true)
+        source.stop()
+    }
+
+    @Test func aDeviceRefusingTheChosenFormatIsNamedWithAHint() throws {
+        let device = ScriptedV4L2Device()
+        device.grantedFormat = V4L2PixelFormat(width: 64, height: 48, pixelFormat: V4L2PixelFormat.yuyv)
+        let source = makeSource(device, request: .init(width: 64, height: 48, fps: 30, deviceFormat: V4L2PixelFormat.mjpeg))
+        let error = #expect(throws: CaptureError.self) { try source.start() }
+        #expect(error?.code == .negotiationFailed)
+        #expect(error?.message.contains("asked for the device format MJPG, the device granted YUYV") == true)
+        #expect(error?.message.contains("capture-agent devices") == true)
+    }
+
+    @Test func fourccsPrintLikeV4l2Ctl() {
+        #expect(V4L2PixelFormat.fourccString(V4L2PixelFormat.yuyv) == "YUYV")
+        // v4l2_fourcc_be('Y','1','6',' ') and ('X','R','1','5'): bit 31 marks big-endian.
+        #expect(V4L2PixelFormat.fourccString(V4L2PixelFormat.fourcc("Y16 ") | 1 << 31) == "Y16 -BE")
+        #expect(V4L2PixelFormat.fourccString(V4L2PixelFormat.fourcc("XR15") | 1 << 31) == "XR15-BE")
+        #expect(V4L2PixelFormat.fourccString(0x0001_4142) == "BA..")
+    }
+
     @Test func aDriverWithoutFrameRateControlKeepsTheRequestedRate() throws {
         let device = ScriptedV4L2Device()
         device.grantedRate = nil

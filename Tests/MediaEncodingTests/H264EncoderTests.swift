@@ -1,6 +1,7 @@
 import Foundation
 import MediaEncoding
 import Testing
+import TestSupport
 
 /// Presentation time of frame `index` at `fps`, in nanoseconds (as `encodePattern` uses).
 private func ptsFor(_ index: Int, fps: Int = 30) -> Int64 { Int64(index) * 1_000_000_000 / Int64(fps) }

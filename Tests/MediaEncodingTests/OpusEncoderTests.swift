@@ -1,6 +1,7 @@
 import Foundation
 import MediaEncoding
 import Testing
+import TestSupport
 
 @Suite("OpusEncoder")
 struct OpusEncoderTests {
@@ -41,6 +42,18 @@ struct OpusEncoderTests {
         expectEncoderError(.invalidSettings) { _ = try OpusEncoder(sampleRate: 44100) }
         expectEncoderError(.invalidSettings) { _ = try OpusEncoder(channels: 3) }
         expectEncoderError(.invalidSettings) { _ = try OpusEncoder(bitrate: 10) }
+        expectEncoderError(.invalidSettings) { _ = try OpusEncoder(complexity: 11) }
+        expectEncoderError(.invalidSettings) { _ = try OpusEncoder(complexity: -1) }
+    }
+
+    @Test("A lower complexity still encodes; libopus takes 0 and 10")
+    func complexity() throws {
+        let tone = TestToneAudio(sampleRate: 48000, channels: 1)
+        for complexity: Int32 in [0, 3, 10] {
+            let encoder = try OpusEncoder(channels: 1, complexity: complexity)
+            let packet = try encoder.encode(tone.samples(from: 0, count: 960))
+            #expect(!packet.isEmpty, "complexity \(complexity)")
+        }
     }
 
     @Test("Ogg Opus file passes ffmpeg and beeps decode at 0 s and 1 s", .enabled(if: ffmpegAvailable), arguments: [1, 2])

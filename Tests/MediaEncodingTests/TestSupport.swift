@@ -1,6 +1,7 @@
 import Foundation
 import MediaEncoding
 import Testing
+import TestSupport
 
 /// Records an issue unless `body` throws an ``EncoderError`` with `code`.
 func expectEncoderError(_ code: EncoderError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
@@ -12,41 +13,6 @@ func expectEncoderError(_ code: EncoderError.Code, sourceLocation: SourceLocatio
     } catch {
         Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
     }
-}
-
-/// Output of a finished child process.
-struct ProcessOutput {
-    var status: Int32
-    var stdout: Data
-    var stderr: String
-}
-
-/// Runs `tool` (looked up on PATH) to completion. Output goes through temporary files
-/// rather than pipes so a chatty child can never block on a full pipe.
-func runTool(_ tool: String, _ arguments: [String]) throws -> ProcessOutput {
-    let dir = try TemporaryDirectory()
-    let outURL = dir.url.appendingPathComponent("stdout")
-    let errURL = dir.url.appendingPathComponent("stderr")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let out = try FileHandle(forWritingTo: outURL)
-    let err = try FileHandle(forWritingTo: errURL)
-    defer {
-        try? out.close()
-        try? err.close()
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [tool] + arguments
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    process.waitUntilExit()
-    return ProcessOutput(
-        status: process.terminationStatus,
-        stdout: try Data(contentsOf: outURL),
-        stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
 }
 
 /// True when `tool` can be found on PATH.

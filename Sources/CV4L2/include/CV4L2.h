@@ -30,4 +30,14 @@ unsigned long cv4l2_vidioc_streamoff(void);
 uint32_t cv4l2_pix_fmt_yuv420(void);
 uint32_t cv4l2_pix_fmt_yuyv(void);
 uint32_t cv4l2_pix_fmt_mjpeg(void);
+
+// libv4lconvert, used directly when a camera is captured in a chosen native format
+// (`format=YUYV`) and converted to I420 here rather than inside libv4l2.
+void *cv4l2_converter_create(int fd);
+void cv4l2_converter_destroy(void *converter);
+/// Converts one frame to YU12 (I420) of the same size; returns the bytes written or -1.
+int cv4l2_convert_to_yu12(void *converter, uint32_t source_fourcc, uint32_t width, uint32_t height,
+                          uint32_t bytes_per_line, uint32_t size_image,
+                          const unsigned char *source, int source_size, unsigned char *destination, int destination_size);
+const char *cv4l2_converter_error(void *converter);
 #endif

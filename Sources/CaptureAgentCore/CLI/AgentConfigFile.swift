@@ -18,6 +18,8 @@ public struct AgentConfigFile: Codable, Sendable, Equatable {
     public struct Audio: Codable, Sendable, Equatable {
         public var bitrate: Int?
         public var application: String?
+        /// Opus complexity 0…10.
+        public var complexity: Int?
     }
 
     public struct Buffer: Codable, Sendable, Equatable {

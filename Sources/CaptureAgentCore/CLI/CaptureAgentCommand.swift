@@ -69,6 +69,8 @@ public struct RunCommand: AsyncParsableCommand {
     @Option(help: "H.264 profile limit (baseline, main, high).") public var profile: String?
     @Option(name: .customLong("opus-bitrate"), help: "Opus bitrate in bit/s.") public var opusBitrate: Int?
     @Option(name: .customLong("opus-application"), help: "audio, voip or lowdelay.") public var opusApplication: String?
+    @Option(name: .customLong("opus-complexity"), help: "Opus complexity 0…10 (default 10); lower it when a small CPU cannot encode every microphone in real time.")
+    public var opusComplexity: Int?
     @Option(name: .customLong("buffer-mb"), help: "Resend buffer bound in MiB (default 512).") public var bufferMegabytes: Int?
     @Option(name: .customLong("buffer-seconds"), help: "Resend buffer bound in seconds of media (default 300).") public var bufferSeconds: Double?
     @Option(name: .customLong("reconnect-initial-ms"), help: "First reconnect delay ceiling (default 250).") public var reconnectInitial: Int?
@@ -181,6 +183,8 @@ public struct RunCommand: AsyncParsableCommand {
         audio.bitrate = opusBitrate ?? file.audio?.bitrate
         if let a = opusApplication ?? file.audio?.application { audio.application = a }
         guard audio.opusApplication != nil else { throw ConfigError("--opus-application must be audio, voip or lowdelay") }
+        audio.complexity = opusComplexity ?? file.audio?.complexity
+        if let c = audio.complexity, !(0...10).contains(c) { throw ConfigError("--opus-complexity must be 0…10, got \(c)") }
 
         var limits = ResendBuffer.Limits()
         if let mb = bufferMegabytes ?? file.buffer?.maxMegabytes {

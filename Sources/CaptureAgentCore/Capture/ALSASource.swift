@@ -19,6 +19,7 @@ public final class ALSACaptureSource: CaptureSource {
     private var mapper = AudioClockMapper(sampleRate: ALSACaptureSource.sampleRate)
     private var pacer = DeviceRatePacer(sampleRate: ALSACaptureSource.sampleRate, bufferFrames: 0)
     private var lost = 0
+    private var framesRead = 0
     private var notices: [String] = []
     /// Overruns recovered so far (each one is also reported as lost chunks).
     public private(set) var overruns = 0
@@ -57,9 +58,39 @@ public final class ALSACaptureSource: CaptureSource {
         var bufferFrames: snd_pcm_uframes_t = 0
         var periodFrames: snd_pcm_uframes_t = 0
         if snd_pcm_get_params(handle, &bufferFrames, &periodFrames) < 0 { bufferFrames = 0 }
+        do {
+            try Self.startOnFirstRead(handle, name: name)
+        } catch {
+            snd_pcm_close(handle)
+            throw error
+        }
         pcm = handle
         mapper = AudioClockMapper(sampleRate: Self.sampleRate)
         pacer = DeviceRatePacer(sampleRate: Self.sampleRate, bufferFrames: Int(bufferFrames))
+    }
+
+    /// Lets the first read start the stream.
+    ///
+    /// `snd_pcm_set_params` leaves the start threshold at the buffer size (4800 frames here),
+    /// and a capture stream starts by itself only when one read asks for at least that many
+    /// frames. Our 960-frame reads never do: on a real driver (snd-aloop, snd-dummy, USB) the
+    /// stream stays PREPARED and the first read fails with EIO after the kernel's timeout.
+    /// Plugins such as dsnoop and null start on their own, which hid this. The threshold is
+    /// set to one frame, as arecord does. The stream is not started here: the first read may
+    /// come later than the 100 ms buffer lasts, and starting early would begin with an overrun.
+    static func startOnFirstRead(_ handle: OpaquePointer, name: String) throws(CaptureError) {
+        var sw: OpaquePointer?
+        guard snd_pcm_sw_params_malloc(&sw) >= 0, let sw else {
+            throw CaptureError(.negotiationFailed, "\(name): out of memory for software parameters")
+        }
+        defer { snd_pcm_sw_params_free(sw) }
+        var result = snd_pcm_sw_params_current(handle, sw)
+        if result >= 0 { result = snd_pcm_sw_params_set_start_threshold(handle, sw, 1) }
+        if result >= 0 { result = snd_pcm_sw_params_set_avail_min(handle, sw, snd_pcm_uframes_t(periodFrames)) }
+        if result >= 0 { result = snd_pcm_sw_params(handle, sw) }
+        guard result >= 0 else {
+            throw CaptureError(.negotiationFailed, "\(name): cannot set the start threshold: \(describe(result))")
+        }
     }
 
     /// True once the device turned out to have no clock of its own and reads are paced by the
@@ -84,6 +115,7 @@ public final class ALSACaptureSource: CaptureSource {
                 var delay: snd_pcm_sframes_t = 0
                 if snd_pcm_delay(pcm, &delay) < 0 { delay = 0 }
                 let frames = Int(n)
+                framesRead += frames
                 let stamp = mapper.stamp(frames: frames, delayFrames: Int(delay), now: now)
                 // A re-anchor means time went missing: at least one chunk, or as many as the gap holds.
                 if stamp.discontinuity { lost += max(1, stamp.lostChunks) }
@@ -110,6 +142,24 @@ public final class ALSACaptureSource: CaptureSource {
                 throw CaptureError(.ioError(-code), "\(name): snd_pcm_readi failed: \(Self.describe(code))")
             }
         }
+    }
+
+    /// How far the device's clock drifted from the monotonic clock and what was done about it
+    /// (docs/agent.md "Clock model"); the hardware bench reads it from the log.
+    public var closingSummary: String? {
+        guard framesRead > 0 else { return nil }
+        let seconds = Double(framesRead) / Double(Self.sampleRate)
+        let ppm = Double(mapper.totalSlew) / (seconds * 1e9) * 1e6
+        return "audio clock: \(framesRead) frames (\(Self.decimal(seconds, digits: 1)) s); "
+            + "drift corrected by slewing \(Self.decimal(Double(mapper.totalSlew) / 1e6, digits: 2)) ms "
+            + "(\(Self.decimal(ppm, digits: 1)) ppm, positive = device slower than the clock); "
+            + "\(mapper.resyncCount) re-anchors, \(overruns) overruns"
+    }
+
+    static func decimal(_ value: Double, digits: Int) -> String {
+        let scale = (0..<digits).reduce(1.0) { r, _ in r * 10 }
+        let rounded = (value * scale).rounded() / scale
+        return "\(rounded)"
     }
 
     public func takeLostCount() -> Int {

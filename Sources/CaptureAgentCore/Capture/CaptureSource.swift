@@ -101,6 +101,9 @@ public protocol CaptureSource: AnyObject {
     /// Things the operator should hear about once (for example, a device found to have no
     /// clock of its own), since the last call. Resets the list.
     func takeNotices() -> [String]
+    /// One line for the log when the source ends (for example, how much clock drift an
+    /// audio device showed and how it was corrected); nil when there is nothing to say.
+    var closingSummary: String? { get }
     /// Stops capturing and releases the device; safe to call more than once.
     func stop()
 }
@@ -108,4 +111,5 @@ public protocol CaptureSource: AnyObject {
 extension CaptureSource {
     public func takeLostCount() -> Int { 0 }
     public func takeNotices() -> [String] { [] }
+    public var closingSummary: String? { nil }
 }

@@ -20,8 +20,29 @@ public final class LibV4L2Device: V4L2Device {
     deinit { close() }
 
     public func close() {
+        if let converter { cv4l2_converter_destroy(converter) }
+        converter = nil
         if fd >= 0 { _ = cv4l2_close(fd) }
         fd = -1
+    }
+
+    /// libv4lconvert's state for this device, made on the first conversion.
+    private var converter: UnsafeMutableRawPointer?
+
+    public func convertToI420(_ source: UnsafeRawBufferPointer, from format: V4L2PixelFormat,
+                              into destination: UnsafeMutableRawBufferPointer) throws(V4L2Error) -> Int {
+        if converter == nil { converter = cv4l2_converter_create(fd) }
+        guard let converter else { throw V4L2Error(call: "v4lconvert_create", errno: ENOMEM) }
+        let written = cv4l2_convert_to_yu12(
+            converter, format.pixelFormat, format.width, format.height, format.bytesPerLine, format.sizeImage,
+            source.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(source.count),
+            destination.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(destination.count))
+        guard written >= 0 else {
+            let reason = cv4l2_converter_error(converter).map { String(cString: $0) } ?? "unknown"
+            throw V4L2Error(call: "v4lconvert_convert \(V4L2PixelFormat.fourccString(format.pixelFormat))→YU12",
+                            errno: errno == 0 ? EINVAL : errno, message: reason.split(separator: "\n").first.map(String.init) ?? reason)
+        }
+        return Int(written)
     }
 
     private func ioctl<T>(_ name: String, _ request: UInt, _ arg: inout T) throws(V4L2Error) {

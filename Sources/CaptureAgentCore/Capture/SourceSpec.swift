@@ -2,6 +2,7 @@
 ///
 /// ```
 /// front=v4l2:/dev/video0?size=1280x720&fps=30
+/// usb=v4l2:/dev/video2?size=640x480&format=YUYV   (capture YUYV, convert with libv4lconvert)
 /// back=test:1280x720@30          (synthetic camera; plain `test` = 1280x720@30)
 /// tone=test:audio                (synthetic microphone; test:audio?channels=2)
 /// mic=alsa:default?channels=1
@@ -10,7 +11,8 @@
 /// ```
 public struct SourceSpec: Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
-        case v4l2(path: String, width: Int, height: Int, fps: Int)
+        /// `deviceFormat`: the fourcc to capture in (`format=`), nil for I420 through libv4l2.
+        case v4l2(path: String, width: Int, height: Int, fps: Int, deviceFormat: UInt32? = nil)
         case alsa(device: String, channels: Int)
         case testVideo(width: Int, height: Int, fps: Int)
         case testAudio(channels: Int)
@@ -46,7 +48,7 @@ public struct SourceSpec: Sendable, Equatable, CustomStringConvertible {
     }
 
     public static let usage = """
-        NAME=v4l2:/dev/videoN[?size=WxH&fps=N] | NAME=alsa:DEVICE[?channels=1|2] | \
+        NAME=v4l2:/dev/videoN[?size=WxH&fps=N&format=FOURCC] | NAME=alsa:DEVICE[?channels=1|2] | \
         NAME=test[:WxH@FPS] | NAME=test:audio[?channels=1|2] | NAME=y4m:PATH | NAME=wav:PATH
         """
 
@@ -99,7 +101,14 @@ public struct SourceSpec: Sendable, Equatable, CustomStringConvertible {
                 guard let v = Int(f), (1...1000).contains(v) else { throw fail("fps must be 1…1000, got \(f)") }
                 fps = v
             }
-            kind = .v4l2(path: main, width: w, height: h, fps: fps)
+            var deviceFormat: UInt32?
+            if let f = take("format") {
+                guard (1...4).contains(f.utf8.count), f.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                    throw fail("format must be a V4L2 fourcc such as YUYV, MJPG, NV12 or YU12, got \(f)")
+                }
+                deviceFormat = V4L2PixelFormat.fourcc(padded(f))
+            }
+            kind = .v4l2(path: main, width: w, height: h, fps: fps, deviceFormat: deviceFormat)
         case "alsa":
             guard !main.isEmpty else { throw fail("alsa needs a device name such as default, null or hw:1,0") }
             kind = .alsa(device: main, channels: try channels())
@@ -133,6 +142,9 @@ public struct SourceSpec: Sendable, Equatable, CustomStringConvertible {
         return SourceSpec(name: name, kind: kind, text: text)
     }
 
+    /// `Y16` → `Y16 `: fourccs shorter than four characters are padded with spaces.
+    static func padded(_ s: String) -> String { s + String(repeating: " ", count: max(0, 4 - s.utf8.count)) }
+
     static func parseSize(_ s: String) -> (Int, Int)? {
         let parts = s.lowercased().split(separator: "x")
         guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0 else { return nil }
@@ -152,8 +164,8 @@ extension SourceSpec {
     ///   - fastFiles: read y4m/wav as fast as possible instead of in real time.
     public func makeSource(clock: any MonotonicClock, epoch: Int64, fastFiles: Bool) -> any CaptureSource {
         switch kind {
-        case .v4l2(let path, let w, let h, let fps):
-            return V4L2CaptureSource(path: path, request: .init(width: w, height: h, fps: fps), clock: clock)
+        case .v4l2(let path, let w, let h, let fps, let deviceFormat):
+            return V4L2CaptureSource(path: path, request: .init(width: w, height: h, fps: fps, deviceFormat: deviceFormat), clock: clock)
         case .alsa(let device, let channels):
             return ALSACaptureSource(device: device, channels: channels, clock: clock)
         case .testVideo(let w, let h, let fps):

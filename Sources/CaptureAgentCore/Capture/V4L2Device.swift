@@ -28,6 +28,10 @@ public protocol V4L2Device: AnyObject {
     /// VIDIOC_STREAMON / VIDIOC_STREAMOFF.
     func streamOn() throws(V4L2Error)
     func streamOff() throws(V4L2Error)
+    /// Converts one frame in the device's native `format` to I420 of the same size
+    /// (libv4lconvert on the real device); returns the bytes written to `destination`.
+    func convertToI420(_ source: UnsafeRawBufferPointer, from format: V4L2PixelFormat,
+                       into destination: UnsafeMutableRawBufferPointer) throws(V4L2Error) -> Int
     /// Closes the file descriptor.
     func close()
 }
@@ -108,8 +112,18 @@ public struct V4L2PixelFormat: Sendable, Equatable {
         return UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
     }
 
+    /// V4L2_PIX_FMT_FLAG_BE: bit 31 marks the big-endian variant of a format (`v4l2_fourcc_be`).
+    public static let bigEndianFlag: UInt32 = 1 << 31
+
+    /// The fourcc as v4l2-ctl prints it: `Y16 -BE` for a big-endian format, and `.` for a byte
+    /// that is not printable ASCII (never raw bytes, which are not valid UTF-8).
     public static func fourccString(_ v: UInt32) -> String {
-        String(decoding: (0..<4).map { UInt8((v >> (8 * $0)) & 0xFF) }, as: UTF8.self)
+        let code = v & ~bigEndianFlag
+        let characters = (0..<4).map { index -> Character in
+            let byte = UInt8((code >> (8 * index)) & 0xFF)
+            return (0x20...0x7E).contains(byte) ? Character(Unicode.Scalar(byte)) : "."
+        }
+        return String(characters) + (v & bigEndianFlag != 0 ? "-BE" : "")
     }
 }
 

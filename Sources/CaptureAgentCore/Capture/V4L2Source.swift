@@ -17,10 +17,15 @@ public final class V4L2CaptureSource: CaptureSource {
         public var width: Int
         public var height: Int
         public var fps: Int
-        public init(width: Int = 1280, height: Int = 720, fps: Int = 30) {
+        /// The device's own pixel format to capture in, converted to I420 by libv4lconvert
+        /// in this process (`format=YUYV`); nil asks libv4l2 for I420 directly, which it
+        /// delivers natively or converts from a format it picks.
+        public var deviceFormat: UInt32?
+        public init(width: Int = 1280, height: Int = 720, fps: Int = 30, deviceFormat: UInt32? = nil) {
             self.width = width
             self.height = height
             self.fps = fps
+            self.deviceFormat = deviceFormat
         }
     }
 
@@ -37,10 +42,13 @@ public final class V4L2CaptureSource: CaptureSource {
         public var bufferCount: Int
         public var driver: String
         public var card: String
+        /// True when frames arrive in `pixelFormat` and libv4lconvert turns them into I420 here.
+        public var convertedHere = false
 
         public var description: String {
             let fps = fpsDenominator == 1 ? "\(fpsNumerator)" : "\(fpsNumerator)/\(fpsDenominator)"
-            return "\(card) (\(driver)): \(width)x\(height) \(V4L2PixelFormat.fourccString(pixelFormat)) @ \(fps) fps"
+            let format = V4L2PixelFormat.fourccString(pixelFormat) + (convertedHere ? " → YU12 (libv4lconvert)" : "")
+            return "\(card) (\(driver)): \(width)x\(height) \(format) @ \(fps) fps"
                 + (frameRateSet ? "" : " (driver cannot set the rate; assumed)")
                 + ", \(bufferCount) mmap buffers, stride \(bytesPerLine)"
         }
@@ -50,6 +58,9 @@ public final class V4L2CaptureSource: CaptureSource {
     /// poll timeout; consecutive timeouts up to `watchdogTimeouts` are tolerated.
     public static let pollTimeoutMilliseconds: Int32 = 2000
     public static let watchdogTimeouts = 5
+    /// Frames in a row that libv4lconvert may fail to convert (a corrupt MJPEG frame is
+    /// dropped and counted) before the camera is given up with the converter's reason.
+    public static let conversionFailureLimit = 30
 
     public let name: String
     public let isLive = true
@@ -65,6 +76,9 @@ public final class V4L2CaptureSource: CaptureSource {
     private var lastPTS: Int64?
     /// Lines of the device's picture (odd heights are cropped in `granted`).
     private var deviceHeight = 0
+    /// With `Request.deviceFormat`: the device's format and the I420 frame it converts into.
+    private var conversion: (source: V4L2PixelFormat, output: UnsafeMutableRawBufferPointer)?
+    private var conversionFailures = 0
     /// What the device granted; set by ``start()``.
     public private(set) var granted: Granted?
 
@@ -107,10 +121,21 @@ public final class V4L2CaptureSource: CaptureSource {
         guard caps.canCaptureAndStream else {
             throw CaptureError(.unsupported, "\(path) (\(caps.card)) is not a streaming video capture device (capabilities 0x\(String(caps.effective, radix: 16)))")
         }
-        let wished = V4L2PixelFormat(width: UInt32(request.width), height: UInt32(request.height), pixelFormat: V4L2PixelFormat.yuv420)
-        let got = try wrap { () throws(V4L2Error) in try dev.setFormat(wished) }
-        guard got.pixelFormat == V4L2PixelFormat.yuv420 else {
-            throw CaptureError(.negotiationFailed, "\(path): asked for YU12 (I420), the device granted \(V4L2PixelFormat.fourccString(got.pixelFormat)) — libv4lconvert cannot convert from it")
+        let wantedFormat = request.deviceFormat ?? V4L2PixelFormat.yuv420
+        let wished = V4L2PixelFormat(width: UInt32(request.width), height: UInt32(request.height), pixelFormat: wantedFormat)
+        var got = try wrap { () throws(V4L2Error) in try dev.setFormat(wished) }
+        guard got.pixelFormat == wantedFormat else {
+            let asked = V4L2PixelFormat.fourccString(wantedFormat), granted = V4L2PixelFormat.fourccString(got.pixelFormat)
+            if request.deviceFormat == nil {
+                throw CaptureError(.negotiationFailed, "\(path): asked for YU12 (I420), the device granted \(granted) — libv4lconvert cannot convert from it")
+            }
+            throw CaptureError(.negotiationFailed, "\(path): asked for the device format \(asked), the device granted \(granted); `capture-agent devices` lists the formats it offers")
+        }
+        if wantedFormat != V4L2PixelFormat.yuv420 {
+            // The picture is converted to a tightly packed I420 frame of the device's size.
+            let size = Int(got.width) * Int(got.height) * 3 / 2
+            conversion = (got, UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16))
+            got.bytesPerLine = got.width
         }
         // The encoder needs even dimensions; an odd granted size loses its last line/column.
         let width = Int(got.width) & ~1, height = Int(got.height) & ~1
@@ -139,7 +164,7 @@ public final class V4L2CaptureSource: CaptureSource {
         granted = Granted(
             width: width, height: height, pixelFormat: got.pixelFormat, bytesPerLine: stride,
             fpsNumerator: fpsNum, fpsDenominator: fpsDen, frameRateSet: rate != nil,
-            bufferCount: Int(count), driver: caps.driver, card: caps.card)
+            bufferCount: Int(count), driver: caps.driver, card: caps.card, convertedHere: conversion != nil)
     }
 
     public func read() throws(CaptureError) -> CapturedMedia? {
@@ -164,10 +189,7 @@ public final class V4L2CaptureSource: CaptureSource {
                 lost += Int(buffer.sequence &- last &- 1)
             }
             lastSequence = buffer.sequence
-            let needed = g.bytesPerLine * deviceHeight + 2 * (g.bytesPerLine / 2) * (deviceHeight / 2)
-            let frame: I420Frame? =
-                buffer.flags & V4L2DequeuedBuffer.errorFlag == 0 && Int(buffer.bytesUsed) >= needed
-                ? Self.copyI420(buffers[Int(buffer.index)], granted: g, deviceHeight: deviceHeight) : nil
+            let frame = try picture(in: buffers[Int(buffer.index)], buffer, granted: g, device: dev)
             // Give the buffer back before anything else can fail, so the driver never runs dry.
             try wrap { () throws(V4L2Error) in try dev.queueBuffer(index: buffer.index) }
             guard let frame else {
@@ -181,6 +203,29 @@ public final class V4L2CaptureSource: CaptureSource {
             lastPTS = pts
             return .video(frame, pts: pts)
         }
+    }
+
+    /// The frame in a dequeued buffer as I420, or nil when the driver flagged it, it is too
+    /// short, or libv4lconvert could not convert it (each counted as a capture drop).
+    private func picture(in memory: UnsafeMutableRawBufferPointer, _ buffer: V4L2DequeuedBuffer,
+                         granted g: Granted, device dev: any V4L2Device) throws(CaptureError) -> I420Frame? {
+        guard buffer.flags & V4L2DequeuedBuffer.errorFlag == 0 else { return nil }
+        guard let conversion else {
+            let needed = g.bytesPerLine * deviceHeight + 2 * (g.bytesPerLine / 2) * (deviceHeight / 2)
+            return Int(buffer.bytesUsed) >= needed ? Self.copyI420(memory, granted: g, deviceHeight: deviceHeight) : nil
+        }
+        let used = UnsafeRawBufferPointer(rebasing: memory[..<min(Int(buffer.bytesUsed), memory.count)])
+        do {
+            _ = try dev.convertToI420(used, from: conversion.source, into: conversion.output)
+            conversionFailures = 0
+        } catch {
+            conversionFailures += 1
+            guard conversionFailures < Self.conversionFailureLimit else {
+                throw CaptureError(.ioError(error.errno), "\(path): \(conversionFailures) frames in a row could not be converted: \(error)")
+            }
+            return nil
+        }
+        return Self.copyI420(conversion.output, granted: g, deviceHeight: deviceHeight)
     }
 
     public func takeLostCount() -> Int {
@@ -197,6 +242,9 @@ public final class V4L2CaptureSource: CaptureSource {
         _ = try? dev.requestBuffers(count: 0)
         dev.close()
         device = nil
+        conversion?.output.deallocate()
+        conversion = nil
+        conversionFailures = 0
     }
 
     /// Copies the three planes out of a YU12 buffer whose luma lines are `bytesPerLine`

@@ -48,10 +48,13 @@ public struct AudioEncodingSettings: Sendable, Equatable {
     public var bitrate: Int?
     /// "audio", "voip" or "lowdelay".
     public var application: String
+    /// Opus complexity 0…10; nil = libopus's default, 10.
+    public var complexity: Int?
 
-    public init(bitrate: Int? = nil, application: String = "audio") {
+    public init(bitrate: Int? = nil, application: String = "audio", complexity: Int? = nil) {
         self.bitrate = bitrate
         self.application = application
+        self.complexity = complexity
     }
 
     var opusApplication: OpusEncoder.Application? {
@@ -129,7 +132,8 @@ public final class OpusSampleEncoder: SampleEncoder {
         }
         self.track = track
         self.channels = channels
-        encoder = try OpusEncoder(sampleRate: 48000, channels: channels, bitrate: settings.bitrate.map { Int32($0) }, application: application)
+        encoder = try OpusEncoder(sampleRate: 48000, channels: channels, bitrate: settings.bitrate.map { Int32($0) },
+                                    complexity: settings.complexity.map { Int32($0) }, application: application)
         pending.reserveCapacity(encoder.frameSize * channels)
     }
 

@@ -122,6 +122,9 @@ public final class SourcePipeline: @unchecked Sendable {
                 break
             }
         }
+        if let summary = source.closingSummary {
+            logger.notice("\(summary)", metadata: ["track": "\(label)", "source": "\(source.name)"])
+        }
         source.stop()
         queue.close()
     }

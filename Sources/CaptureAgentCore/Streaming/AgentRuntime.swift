@@ -97,6 +97,9 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     private var stopping = false
     private var ticker: RepeatedTask?
     private var durationTimer: Scheduled<Void>?
+    /// A flush / a pump is already queued on the event loop (``flushSoon()``, ``pumpSoon()``).
+    private var flushPending = false
+    private var pumpPending = false
     private let done: EventLoopPromise<Void>
     private var failure: AgentRuntimeError?
     /// Set once the server refused this agent for good; the next disconnect ends the agent.
@@ -296,7 +299,31 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                 refusal = ConnectionFailure.describe(refusal: report).message
             }
         }
-        if wrote { channel?.flush() }
+        if wrote { flushSoon() }
+    }
+
+    /// Flushes once the tasks already queued on the event loop have run. Every flush is a TLS
+    /// record and a syscall; when encoders hand over samples faster than the loop turns (many
+    /// tracks, a slow CPU) the samples that arrived meanwhile share one. When the loop keeps
+    /// up, each sample still goes out in the same tick it arrived.
+    private func flushSoon() {
+        guard !flushPending else { return }
+        flushPending = true
+        eventLoop.execute { [self] in
+            flushPending = false
+            channel?.flush()
+        }
+    }
+
+    /// Pumps once the samples already queued on the event loop are in the state machine (see
+    /// ``flushSoon()``): one pump and one flush for all of them.
+    private func pumpSoon() {
+        guard !pumpPending else { return }
+        pumpPending = true
+        eventLoop.execute { [self] in
+            pumpPending = false
+            pump()
+        }
     }
 
     /// Sends what the state machine has, as long as the channel takes it.
@@ -434,7 +461,7 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     public func pipelineProduced(_ sample: EncodedSample) {
         eventLoop.execute { [self] in
             perform(machine.enqueue(sample, now: clock.now()))
-            pump()
+            pumpSoon()
         }
     }
 

@@ -1,45 +1,46 @@
 import Foundation
 import MediaEncoding
 
-struct ProbePacket: Sendable {
-    var streamIndex: Int
-    var pts: Int64?
-    var dts: Int64?
-    var size: Int
-    var flags: String
-    var hash: String?
+public struct ProbePacket: Sendable {
+    public var streamIndex: Int
+    public var pts: Int64?
+    public var dts: Int64?
+    public var duration: Int64?
+    public var size: Int
+    public var flags: String
+    public var hash: String?
 
-    var isKeyframe: Bool { flags.contains("K") }
+    public var isKeyframe: Bool { flags.contains("K") }
 }
 
-struct ProbeStream: @unchecked Sendable {
-    var index: Int
-    var codecType: String
-    var codecName: String
-    var width: Int?
-    var height: Int?
-    var timeBase: String
-    var nbFrames: Int?
-    var startTime: Double?
-    var handlerName: String?
+public struct ProbeStream: @unchecked Sendable {
+    public var index: Int
+    public var codecType: String
+    public var codecName: String
+    public var width: Int?
+    public var height: Int?
+    public var timeBase: String
+    public var nbFrames: Int?
+    public var startTime: Double?
+    public var handlerName: String?
     /// `rotation` of the stream's "Display Matrix" side data, as ffprobe prints it.
-    var displayRotation: Double?
-    var raw: [String: Any]
+    public var displayRotation: Double?
+    public var raw: [String: Any]
 }
 
-struct ProbeResult: @unchecked Sendable {
-    var streams: [ProbeStream]
-    var packets: [ProbePacket]
-    var formatName: String
-    var raw: [String: Any]
+public struct ProbeResult: @unchecked Sendable {
+    public var streams: [ProbeStream]
+    public var packets: [ProbePacket]
+    public var formatName: String
+    public var raw: [String: Any]
 
-    func stream(label: String) -> ProbeStream? { streams.first { $0.handlerName == label } }
-    func packets(stream index: Int) -> [ProbePacket] { packets.filter { $0.streamIndex == index } }
+    public func stream(label: String) -> ProbeStream? { streams.first { $0.handlerName == label } }
+    public func packets(stream index: Int) -> [ProbePacket] { packets.filter { $0.streamIndex == index } }
 }
 
 /// ffprobe as an oracle: everything comes from its JSON, parsed with JSONSerialization.
-enum FFprobe {
-    static func probe(_ file: String) throws -> (result: ProbeResult, stderr: String) {
+public enum FFprobe {
+    public static func probe(_ file: String) throws -> (result: ProbeResult, stderr: String) {
         let out = try runTool("ffprobe", ["-v", "error", "-print_format", "json", "-show_format", "-show_streams",
                                           "-show_packets", "-show_data_hash", "adler32", file])
         guard out.status == 0 else { throw ToolError.failed("ffprobe \(file)", out) }
@@ -49,7 +50,7 @@ enum FFprobe {
         return (parse(json), out.stderr)
     }
 
-    static func parse(_ json: [String: Any]) -> ProbeResult {
+    public static func parse(_ json: [String: Any]) -> ProbeResult {
         let streams = (json["streams"] as? [[String: Any]] ?? []).map { s -> ProbeStream in
             let tags = s["tags"] as? [String: Any] ?? [:]
             let sideData = s["side_data_list"] as? [[String: Any]] ?? []
@@ -67,16 +68,16 @@ enum FFprobe {
                 raw: s)
         }
         let packets = (json["packets"] as? [[String: Any]] ?? []).map { p in
-            ProbePacket(streamIndex: int(p["stream_index"]) ?? -1, pts: int64(p["pts"]), dts: int64(p["dts"]),
+            ProbePacket(streamIndex: int(p["stream_index"]) ?? -1, pts: int64(p["pts"]), dts: int64(p["dts"]), duration: int64(p["duration"]),
                         size: int(p["size"]) ?? -1, flags: p["flags"] as? String ?? "", hash: p["data_hash"] as? String)
         }
         let format = json["format"] as? [String: Any] ?? [:]
         return ProbeResult(streams: streams, packets: packets, formatName: format["format_name"] as? String ?? "", raw: json)
     }
 
-    static func int(_ v: Any?) -> Int? { int64(v).map { Int($0) } }
+    public static func int(_ v: Any?) -> Int? { int64(v).map { Int($0) } }
 
-    static func int64(_ v: Any?) -> Int64? {
+    public static func int64(_ v: Any?) -> Int64? {
         switch v {
         case let n as NSNumber: n.int64Value
         case let s as String: Int64(s)
@@ -84,7 +85,7 @@ enum FFprobe {
         }
     }
 
-    static func double(_ v: Any?) -> Double? {
+    public static func double(_ v: Any?) -> Double? {
         switch v {
         case let n as NSNumber: n.doubleValue
         case let s as String: Double(s)
@@ -94,13 +95,13 @@ enum FFprobe {
 }
 
 /// `ffmpeg -v error -i F -f null -`: a clean decode prints nothing and exits 0.
-func ffmpegDecodeCheck(_ file: String) throws -> ToolOutput {
+public func ffmpegDecodeCheck(_ file: String) throws -> ToolOutput {
     try runTool("ffmpeg", ["-nostdin", "-hide_banner", "-v", "error", "-i", file, "-f", "null", "-"])
 }
 
 /// Decodes stream `streamIndex` of `file` to 8-bit luma and reads the bar-coded frame number
 /// of every picture, in presentation order (nil where it cannot be read).
-func decodedFrameNumbers(file: String, streamIndex: Int, width: Int, height: Int) throws -> [Int?] {
+public func decodedFrameNumbers(file: String, streamIndex: Int, width: Int, height: Int) throws -> [Int?] {
     let out = try runTool("ffmpeg", ["-nostdin", "-hide_banner", "-v", "error", "-i", file, "-map", "0:\(streamIndex)",
                                      "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "-"])
     guard out.status == 0 else { throw ToolError.failed("ffmpeg rawvideo decode of \(file)", out) }
@@ -115,7 +116,7 @@ func decodedFrameNumbers(file: String, streamIndex: Int, width: Int, height: Int
 }
 
 /// Top-level boxes of a file: (type, offset, size), read straight from the bytes.
-func topLevelBoxes(_ path: String) throws -> [(type: String, offset: UInt64, size: UInt64)] {
+public func topLevelBoxes(_ path: String) throws -> [(type: String, offset: UInt64, size: UInt64)] {
     let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
     defer { try? handle.close() }
     let fileSize = try handle.seekToEnd()

@@ -1,20 +1,20 @@
 import Foundation
 
 /// Output of a finished child process.
-struct ToolOutput {
-    var status: Int32
-    var stdout: Data
-    var stderr: String
+public struct ToolOutput {
+    public var status: Int32
+    public var stdout: Data
+    public var stderr: String
 
-    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
 }
 
-enum ToolError: Error, CustomStringConvertible {
+public enum ToolError: Error, CustomStringConvertible {
     case notFound(String)
     case failed(String, ToolOutput)
     case unexpected(String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case let .notFound(tool): "\(tool) not found on PATH"
         case let .failed(what, out): "\(what) exited \(out.status): \(out.stderr.prefix(2000))"
@@ -25,7 +25,7 @@ enum ToolError: Error, CustomStringConvertible {
 
 /// Runs `tool` (looked up on PATH) to completion. stdout and stderr go to temporary files,
 /// never pipes, so a chatty child (ffmpeg writing raw video) can never block on a full pipe.
-func runTool(_ tool: String, _ arguments: [String]) throws -> ToolOutput {
+public func runTool(_ tool: String, _ arguments: [String]) throws -> ToolOutput {
     let dir = try ScratchDirectory(prefix: "tool")
     let outURL = dir.url.appendingPathComponent("stdout")
     let errURL = dir.url.appendingPathComponent("stderr")
@@ -52,20 +52,20 @@ func runTool(_ tool: String, _ arguments: [String]) throws -> ToolOutput {
 
 /// A uniquely named directory under the system temporary directory, removed on deinit
 /// (kept when `MIT_KEEP_FILES` is set, for looking at the MP4s by hand).
-final class ScratchDirectory: @unchecked Sendable {
-    let url: URL
-    var path: String { url.path }
+public final class ScratchDirectory: @unchecked Sendable {
+    public let url: URL
+    public var path: String { url.path }
 
-    init(prefix: String = "mit") throws {
+    public init(prefix: String = "mit") throws {
         url = FileManager.default.temporaryDirectory
             .appendingPathComponent("MuxerIT-\(prefix)-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+    public func file(_ name: String) -> String { url.appendingPathComponent(name).path }
 
     /// Regular files in the directory, sorted by name.
-    func listing() -> [String] {
+    public func listing() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
     }
 
@@ -79,7 +79,7 @@ final class ScratchDirectory: @unchecked Sendable {
 }
 
 /// Adler-32 (RFC 1950), the cheapest of the hashes ffprobe's `-show_data_hash` knows.
-func adler32(_ bytes: [UInt8]) -> UInt32 {
+public func adler32(_ bytes: [UInt8]) -> UInt32 {
     var a: UInt32 = 1
     var b: UInt32 = 0
     var i = 0
@@ -96,7 +96,7 @@ func adler32(_ bytes: [UInt8]) -> UInt32 {
     return (b << 16) | a
 }
 
-func hex8(_ v: UInt32) -> String {
+public func hex8(_ v: UInt32) -> String {
     let s = String(v, radix: 16)
     return String(repeating: "0", count: 8 - s.count) + s
 }

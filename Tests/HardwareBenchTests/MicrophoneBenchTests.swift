@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The microphone on real ALSA drivers (scenario `microphones`): snd-aloop captured through
+/// `hw:`, `plughw:` (from a 44.1 kHz stream, to mono) and `dsnoop`, and snd-dummy. The signal
+/// played into the loopback (scripts/hardware-test.sh) is a 1 kHz tone at half scale on the
+/// left and a 100 ms 3 kHz beep at the start of every second on the right.
+@Suite("Hardware bench: microphones on snd-aloop and snd-dummy", .serialized,
+       .enabled(if: BenchResults.enabled, "needs HARDWARE_BENCH_RESULTS from scripts/hardware-test.sh (scripts/test.sh runs it)"))
+struct MicrophoneBenchTests {
+    static let toneHz = 1000.0
+    static let beepHz = 3000.0
+    /// RMS of a half-scale sine: 20·log10(0.5/√2).
+    static let toneDecibels = -9.03
+
+    /// Every track covers the whole recording to within one 20 ms packet at either end, and
+    /// its packets follow each other without a gap.
+    func checkContinuity(_ probe: ProbeResult, label: String, scenario: String) throws {
+        let stream = try #require(probe.stream(label: label), "no track \(label)")
+        #expect(stream.codecName == "opus")
+        let span = try #require(probe.span(of: stream))
+        let recording = try #require(FFprobe.double((probe.raw["format"] as? [String: Any])?["duration"]))
+        #expect(span.start <= 0.020, "\(label) starts \(span.start) s into the recording")
+        #expect(span.end >= recording - 0.020, "\(label) ends at \(span.end) s of \(recording) s")
+        // Consecutive packets: next pts = pts + duration, give or take the clock slewing
+        // (≤ 0.1 ms a packet) — a lost packet would leave 20 ms.
+        let packets = probe.packets(stream: stream.index).sorted { ($0.pts ?? 0) < ($1.pts ?? 0) }
+        var worst: Int64 = 0
+        for (a, b) in zip(packets, packets.dropFirst()) {
+            worst = max(worst, abs((b.pts ?? 0) - (a.pts ?? 0) - (a.duration ?? 0)))
+        }
+        let tick = probe.secondsPerTick(stream)
+        #expect(Double(worst) * tick < 0.002, "\(label): a \(Double(worst) * tick * 1000) ms hole between packets")
+        figure(scenario, "\(label): \(packets.count) packets, \(String(format: "%.3f", span.end - span.start)) s of a \(String(format: "%.3f", recording)) s recording (start \(String(format: "%.1f", span.start * 1000)) ms, end \(String(format: "%.1f", (recording - span.end) * 1000)) ms early), largest pts step error \(String(format: "%.2f", Double(worst) * tick * 1000)) ms")
+    }
+
+    /// Tone frequency and level, no dropout, and beeps exactly one second of samples apart.
+    func checkSignal(_ audio: DecodedAudio, label: String, mono: Bool) {
+        let tone = audio.channels[0]
+        let beeps = mono ? audio.channels[0] : audio.channels[1]
+        let end = audio.seconds - 0.1
+        let frequency = DecodedAudio.toneFrequency(tone, from: 0.3, to: end, excluding: mono ? Self.beepHz : nil)
+        #expect(abs(frequency - Self.toneHz) < 2, "\(label): tone at \(frequency) Hz")
+        let onsets = DecodedAudio.beepOnsets(beeps, frequency: Self.beepHz)
+        let spacings = zip(onsets, onsets.dropFirst()).map { $1 - $0 }
+        // Samples are never re-timed (slewing moves timestamps only), so the beeps are exactly
+        // 48000 samples apart unless samples were lost or doubled; plughw resamples 44.1 kHz.
+        let tolerance = mono ? 48 : 2
+        #expect(onsets.count >= Int(audio.seconds) - 2, "\(label): \(onsets.count) beeps in \(audio.seconds) s")
+        #expect(spacings.allSatisfy { abs($0 - DecodedAudio.rate) <= tolerance }, "\(label): beep spacings \(spacings)")
+        let dropouts = DecodedAudio.dropouts(tone, frequency: Self.toneHz, from: 0.3, to: end)
+        #expect(dropouts.isEmpty, "\(label): tone drops out at \(dropouts)")
+        var level = DecodedAudio.rmsDecibels(tone, from: 0.3, to: end)
+        if !mono {
+            #expect(abs(level - Self.toneDecibels) < 1, "\(label): tone level \(level) dBFS")
+        } else {
+            // A mono downmix of tone + beeps: measured between beeps (0.3…0.9 s of each second).
+            level = (1..<max(2, Int(end))).map { DecodedAudio.rmsDecibels(tone, from: Double($0) + 0.3, to: Double($0) + 0.9) }.max() ?? -.infinity
+            #expect(level > -16 && level < -8, "\(label): tone level \(level) dBFS between beeps")
+        }
+        let spread = spacings.isEmpty ? "–" : "\(spacings.min()!)…\(spacings.max()!)"
+        figure("microphones", "\(label): tone \(String(format: "%.2f", frequency)) Hz at \(String(format: "%.2f", level)) dBFS, \(onsets.count) beeps \(spread) samples apart, \(dropouts.count) dropouts")
+    }
+
+    @Test func loopbackThroughHwPlughwAndDsnoopCarriesTheSignalWithoutAGap() throws {
+        let scenario = try BenchResults.scenario("microphones")
+        let probe = try scenario.probeCleanRecording()
+        #expect(scenario.agentStatus == 0, "capture-agent exit \(scenario.agentStatus.map(String.init) ?? "none")")
+        #expect(probe.streams.count == 4)
+        #expect(!scenario.agentLog.contains("snd_pcm_readi failed"), "the ALSA read failed: see \(scenario.directory.path)/agent.log")
+        for (index, label) in ["hw", "plughw", "dsnoop", "dummy"].enumerated() {
+            try checkContinuity(probe, label: label, scenario: "microphones")
+            let stream = try #require(probe.stream(label: label))
+            let channels = FFprobe.int(stream.raw["channels"]) ?? 0
+            #expect(channels == (label == "plughw" ? 1 : 2), "\(label): \(channels) channels")
+            let audio = try DecodedAudio(file: scenario.recording, audioIndex: index, channelCount: max(1, channels))
+            if label == "dummy" {
+                // snd-dummy captures silence: only its timing is checked.
+                figure("microphones", "dummy: level \(String(format: "%.1f", DecodedAudio.rmsDecibels(audio.channels[0], from: 0, to: audio.seconds))) dBFS")
+            } else {
+                checkSignal(audio, label: label, mono: channels == 1)
+            }
+            let clock = scenario.audioClockSummary(track: label)
+            #expect(clock?.overruns == 0 && clock?.reanchors == 0, "\(label): \(String(describing: clock))")
+        }
+    }
+}
