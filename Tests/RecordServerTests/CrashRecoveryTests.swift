@@ -47,6 +47,8 @@ struct CrashRecoveryTests {
             let times = try Oracle.packetTimes(path, stream: stream)
             #expect(Set(times).count == times.count, "stream \(stream) has duplicates")
         }
+        // The restarted server's counters began at zero; the catalog still says what the file holds.
+        try Oracle.expectCatalogMatchesFile(try #require(recordings.first), tracks: try fixture.catalog().tracks(sessionID: "s-crash"))
     }
 
     @Test("an unfinished session not resumed within the window is finalized as recovered")
@@ -80,5 +82,7 @@ struct CrashRecoveryTests {
         #expect(try Oracle.decodeErrors(recording.path) == nil)
         let packets = try Oracle.streams(recording.path).reduce(0) { $0 + $1.packets }
         #expect(packets >= Int(acked), "everything acknowledged is in the recovered file")
+        // A recovered file's size, duration and counts come from the file, not 0 B and 0.000 s.
+        try Oracle.expectCatalogMatchesFile(recording, tracks: try fixture.catalog().tracks(sessionID: "s-orphan"))
     }
 }

@@ -60,6 +60,8 @@ public final class ServerMetrics: IngestMetrics, Sendable {
     public let fsyncLatency: Metrics.Timer
     /// `recordserver_queue_bytes`: media bytes received but not yet durable, over all sessions.
     public let queueBytes: Metrics.Meter
+    /// `recordserver_catalog_write_failures_total`: catalog writes that failed (see CatalogWrites).
+    public let catalogWriteFailures: Metrics.Counter
 
     // Labelled families. The label values that can occur are known up front (kinds, outcomes,
     // protocol codes), so their handles are made once here and looked up without locking.
@@ -95,6 +97,7 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         public static let fragmentWriteSeconds = "recordserver_fragment_write_seconds"
         public static let fsyncSeconds = "recordserver_fsync_seconds"
         public static let queueBytes = "recordserver_queue_bytes"
+        public static let catalogWriteFailures = "recordserver_catalog_write_failures_total"
     }
 
     /// Buckets for the storage latency histograms: a page-cache write takes well under a
@@ -141,6 +144,8 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         fragmentWriteLatency = timer(Name.fragmentWriteSeconds, "Time to append one fragment to its file.")
         fsyncLatency = timer(Name.fsyncSeconds, "Time of one fsync of a recording file.")
         queueBytes = gauge(Name.queueBytes, "Media bytes received but not yet durable.")
+        catalogWriteFailures = counter(Name.catalogWriteFailures,
+                                       "Catalog writes that failed (logged; the rows are reconciled from the files).")
 
         var bytes: [String: Metrics.Counter] = [:]
         var samples: [String: Metrics.Counter] = [:]
@@ -207,6 +212,10 @@ public final class ServerMetrics: IngestMetrics, Sendable {
     /// Sets the number of bytes waiting to become durable.
     public func setQueueBytes(_ bytes: Int) {
         queueBytes.set(bytes)
+    }
+
+    public func catalogWriteFailed() {
+        catalogWriteFailures.increment()
     }
 
     public func queueBytesChanged(by delta: Int) {

@@ -18,6 +18,8 @@ public protocol IngestMetrics: Sendable {
     func error(code: ProtocolError.Code)
     /// Media bytes received but not yet durable changed by `delta` (summed over sessions).
     func queueBytesChanged(by delta: Int)
+    /// A catalog write (or read) failed; it was logged and is reconciled from the files.
+    func catalogWriteFailed()
 }
 
 public struct NoMetrics: IngestMetrics {
@@ -34,4 +36,5 @@ public struct NoMetrics: IngestMetrics {
     public func duplicateIgnored() {}
     public func error(code: ProtocolError.Code) {}
     public func queueBytesChanged(by delta: Int) {}
+    public func catalogWriteFailed() {}
 }

@@ -249,10 +249,12 @@ actor RecordingSession {
     func cancel(reason: String) {
         guard !isFinished else { return }
         muxer.cancel()
-        for k in recordedSegments { try? catalog.deleteRecording(id: Self.recordingID(id, k)) }
+        for k in recordedSegments {
+            catalogWrite("delete recording \(k)") { try catalog.deleteRecording(id: Self.recordingID(id, k)) }
+        }
         try? FileManager.default.removeItem(atPath: directory)
         phase = .finished(.cancelled)
-        try? catalog.updateSession(id: id.value, status: .cancelled, endedAt: Date(), error: reason.isEmpty ? nil : reason)
+        catalogWrite("session status") { try catalog.updateSession(id: id.value, status: .cancelled, endedAt: Date(), error: reason.isEmpty ? nil : reason) }
         metrics.sessionEnded(outcome: .cancelled)
         reportQueue()
         logger.notice("session cancelled; recording discarded", metadata: ["reason": "\(reason)"])
@@ -405,8 +407,9 @@ actor RecordingSession {
                 }
             }
             phase = .finished(status)
-            try? catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason)
+            catalogWrite("session status") { try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason) }
             persistTracks()
+            reconciler.reconcile(sessionID: id.value)
             metrics.sessionEnded(outcome: status)
             reportQueue()
             logger.error("session failed", metadata: ["error": "\(reason)"])
@@ -420,8 +423,9 @@ actor RecordingSession {
             acknowledged = max(acknowledged, min(muxer.durableThroughSequence, refusedSequence.map { $0 - 1 } ?? .max))
             for segment in summary.segments { recordSegment(segment, status: status) }
             phase = .finished(status)
-            try? catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason)
+            catalogWrite("session status") { try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason) }
             persistTracks()
+            reconciler.reconcile(sessionID: id.value)
             metrics.sessionEnded(outcome: status)
             reportQueue()
             logger.notice("session finalized", metadata: ["status": "\(status.rawValue)", "files": "\(summary.segments.map(\.path))"])
@@ -441,7 +445,7 @@ actor RecordingSession {
                                      createdAt: startedAt, finishedAt: Date())
         // A segment that closed while the session goes on is complete whatever happens later.
         if status == .recording { record.status = .completed }
-        try? catalog.upsertRecording(record)
+        catalogWrite("recording \(record.id)") { try catalog.upsertRecording(record) }
     }
 
     private func recordSegmentFile(_ index: Int, path: String, status: RecordingStatus, size: Int64?, error: String?) {
@@ -452,15 +456,22 @@ actor RecordingSession {
         if let size { record.sizeBytes = size }
         record.error = error
         if status != .recording { record.finishedAt = Date() }
-        try? catalog.upsertRecording(record)
+        catalogWrite("recording \(record.id)") { try catalog.upsertRecording(record) }
     }
 
     private func persistTracks() {
         for t in tracks.values {
-            try? catalog.upsertTrack(TrackRecord(sessionID: id.value, trackID: Int(t.trackID), label: t.label, kind: t.kind, codec: t.codec,
-                                                 width: t.width, height: t.height, status: t.status, samples: t.samples, bytes: t.bytes,
-                                                 dropped: t.dropped + t.rejected, error: t.lastError))
+            let record = TrackRecord(sessionID: id.value, trackID: Int(t.trackID), label: t.label, kind: t.kind, codec: t.codec,
+                                     width: t.width, height: t.height, status: t.status, samples: t.samples, bytes: t.bytes,
+                                     dropped: t.dropped + t.rejected, error: t.lastError)
+            catalogWrite("track \(t.label)") { try catalog.upsertTrack(record) }
         }
+    }
+
+    private var reconciler: CatalogReconciler { CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics) }
+
+    private func catalogWrite(_ what: String, _ body: () throws -> Void) {
+        CatalogWrites.attempt(what, logger: logger, metrics: metrics, body)
     }
 }
 

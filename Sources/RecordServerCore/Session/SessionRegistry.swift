@@ -69,8 +69,9 @@ public actor SessionRegistry {
 
     func agentConnected(_ link: AgentLink) {
         agents[link.info.id] = link
-        try? catalog.recordAgentSeen(AgentRecord(id: link.info.id, lastAddress: link.info.address, softwareVersion: link.info.softwareVersion,
-                                                 firstSeen: link.info.connectedAt, lastSeen: link.info.connectedAt))
+        let seen = AgentRecord(id: link.info.id, lastAddress: link.info.address, softwareVersion: link.info.softwareVersion,
+                               firstSeen: link.info.connectedAt, lastSeen: link.info.connectedAt)
+        CatalogWrites.attempt("agent \(seen.id)", logger: logger, metrics: metrics) { try catalog.recordAgentSeen(seen) }
     }
 
     func agentDisconnected(_ agentID: String, connection: UInt64) {
@@ -127,8 +128,9 @@ public actor SessionRegistry {
             throw ProtocolError(.storageFailure, "cannot start the recording: \(error.message)")
         }
         let labels = Dictionary(open.labels.map { ($0.key.value, $0.value) }, uniquingKeysWith: { a, _ in a })
-        try? catalog.insertSession(SessionRecord(id: open.sessionID.value, agentID: agentID, labels: labels, status: .recording,
-                                                 createdAt: now, directory: location.directory))
+        let row = SessionRecord(id: open.sessionID.value, agentID: agentID, labels: labels, status: .recording,
+                                createdAt: now, directory: location.directory)
+        CatalogWrites.attempt("session \(row.id)", logger: logger, metrics: metrics) { try catalog.insertSession(row) }
         let session = RecordingSession(id: open.sessionID, agentID: agentID, open: open, directory: location.directory, startedAt: now,
                                        muxer: muxer, acknowledged: 0, connection: connection, catalog: catalog, settings: settings,
                                        metrics: metrics, logger: logger)
@@ -211,7 +213,12 @@ public actor SessionRegistry {
     /// Sessions unfinished in the catalog (the server died while they recorded) wait for
     /// their agents for one resume window, then are finalized as recovered.
     public func loadUnfinishedSessions() {
-        let unfinished = (try? catalog.unfinishedSessions()) ?? []
+        let unfinished: [SessionRecord]
+        do { unfinished = try catalog.unfinishedSessions() } catch {
+            logger.error("cannot read the unfinished sessions from the catalog; none will be resumed or recovered", metadata: ["error": "\(error)"])
+            metrics.catalogWriteFailed()
+            unfinished = []
+        }
         let deadline = clock.now + settings.resumeWindow
         for record in unfinished {
             guard let id = try? SessionID(validating: record.id) else { continue }
@@ -249,38 +256,52 @@ public actor SessionRegistry {
 
     /// An operator cancelled a waiting session: its files are deleted, as a live cancel does.
     func discardDormant(_ record: SessionRecord, reason: String) {
-        for recording in (try? catalog.recordings(sessionID: record.id)) ?? [] {
+        for recording in recordingsInCatalog(session: record.id) {
             try? FileManager.default.removeItem(atPath: recording.path)
-            try? catalog.deleteRecording(id: recording.id)
+            CatalogWrites.attempt("delete recording \(recording.id)", logger: logger, metrics: metrics) { try catalog.deleteRecording(id: recording.id) }
         }
         try? FileManager.default.removeItem(atPath: record.directory)
-        try? catalog.updateSession(id: record.id, status: .cancelled, endedAt: Date(), error: reason)
+        CatalogWrites.attempt("session \(record.id)", logger: logger, metrics: metrics) {
+            try catalog.updateSession(id: record.id, status: .cancelled, endedAt: Date(), error: reason)
+        }
         metrics.sessionEnded(outcome: .cancelled)
         logger.notice("waiting session cancelled; recording discarded", metadata: ["session": "\(record.id)", "reason": "\(reason)"])
+    }
+
+    /// A session's recordings, or none (logged and counted) when the catalog cannot be read.
+    private func recordingsInCatalog(session id: String) -> [RecordingRecord] {
+        do { return try catalog.recordings(sessionID: id) } catch {
+            logger.error("cannot read a session's recordings from the catalog", metadata: ["session": "\(id)", "error": "\(error)"])
+            metrics.catalogWriteFailed()
+            return []
+        }
     }
 
     func recoverDormant(_ record: SessionRecord) {
         var finalized: [String] = []
         var failures: [String] = []
-        for recording in (try? catalog.recordings(sessionID: record.id)) ?? [] where recording.status == .recording {
+        for recording in recordingsInCatalog(session: record.id) where recording.status == .recording {
             do {
                 let report = try MP4Recovery.recover(path: recording.path)
                 var updated = recording
                 updated.status = .recovered
                 updated.sizeBytes = Int64(report.fileSize)
                 updated.finishedAt = Date()
-                try? catalog.upsertRecording(updated)
+                CatalogWrites.attempt("recording \(updated.id)", logger: logger, metrics: metrics) { try catalog.upsertRecording(updated) }
                 finalized.append(recording.path)
             } catch {
                 failures.append("\(recording.path): \(error.message)")
                 var updated = recording
                 updated.status = .failed
                 updated.error = error.message
-                try? catalog.upsertRecording(updated)
+                CatalogWrites.attempt("recording \(updated.id)", logger: logger, metrics: metrics) { try catalog.upsertRecording(updated) }
             }
         }
         let status: RecordingStatus = failures.isEmpty ? .recovered : .failed
-        try? catalog.updateSession(id: record.id, status: status, endedAt: Date(), error: failures.isEmpty ? nil : failures.joined(separator: "; "))
+        CatalogWrites.attempt("session \(record.id)", logger: logger, metrics: metrics) {
+            try catalog.updateSession(id: record.id, status: status, endedAt: Date(), error: failures.isEmpty ? nil : failures.joined(separator: "; "))
+        }
+        CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: record.id)
         metrics.sessionEnded(outcome: status)
         logger.notice("unfinished session not resumed in time; finalized by recovery", metadata: [
             "session": "\(record.id)", "files": "\(finalized)", "failures": "\(failures)"])

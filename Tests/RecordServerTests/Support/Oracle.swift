@@ -1,5 +1,7 @@
 import Foundation
 import MediaEncoding
+import RecordServerCore
+import Testing
 
 /// Independent checks of a recorded file with ffprobe and ffmpeg (tools we did not write).
 enum Oracle {
@@ -41,6 +43,32 @@ enum Oracle {
     }
 
     /// Per stream: codec, handler name (our track label) and the packet count ffprobe counts.
+    /// ffprobe's duration of the whole file (the movie), seconds.
+    static func duration(_ path: String) throws -> Double {
+        let r = try run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", path])
+        guard r.status == 0, let seconds = Double(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw TestAgentError("ffprobe cannot read the duration of \(path): \(r.stderr)")
+        }
+        return seconds
+    }
+
+    /// The catalog says what the file holds: size, duration, per-track sample counts (by
+    /// label, against ffprobe's packet counts), and no track left `active`.
+    static func expectCatalogMatchesFile(_ recording: RecordingRecord, tracks: [TrackRecord],
+                                         sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let size = try FileManager.default.attributesOfItem(atPath: recording.path)[.size] as? Int64
+        #expect(recording.sizeBytes == size, "catalog size \(recording.sizeBytes) B, file \(size ?? -1) B", sourceLocation: sourceLocation)
+        let seconds = try duration(recording.path)
+        #expect(abs(recording.durationSeconds - seconds) < 0.05, "catalog duration \(recording.durationSeconds) s, ffprobe \(seconds) s",
+                sourceLocation: sourceLocation)
+        let packets = Dictionary(try streams(recording.path).map { ($0.handler, Int64($0.packets)) }, uniquingKeysWith: +)
+        for track in tracks {
+            #expect(track.samples == packets[track.label], "track \(track.label): catalog \(track.samples) samples, file \(packets[track.label] ?? -1)",
+                    sourceLocation: sourceLocation)
+            #expect(track.status != .active, "track \(track.label) still active after the session ended", sourceLocation: sourceLocation)
+        }
+    }
+
     static func streams(_ path: String) throws -> [Stream] {
         let r = try run(["ffprobe", "-v", "error", "-count_packets", "-show_entries",
                          "stream=codec_name,nb_read_packets:stream_tags=handler_name", "-of", "json", path])
