@@ -18,7 +18,7 @@ totals() {
   local summary total failed
   summary=$(grep -E "Test run with [0-9]+ tests? in [0-9]+ suites? (passed|failed)" "$1" | tail -n 1 || true)
   total=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<<"$summary")
-  failed=$(grep -cE "^✘ Test .* failed after" "$1" || true)
+  failed=$(grep -E "^✘ Test .* failed after" "$1" | grep -vc "^✘ Test run with" || true)
   [ -n "$summary" ] && echo "$2: $((total - failed)) passed, $failed failed"
   return 0
 }

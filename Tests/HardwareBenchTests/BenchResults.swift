@@ -71,7 +71,10 @@ struct BenchScenario {
         // about the file. Those lines are counted; decoding again with the file's own time base
         // (`-enc_time_base -1`) must then print nothing at all.
         let lines = decode.stderr.split(separator: "\n")
-        let roundingOnly = lines.allSatisfy { $0.contains("non monotonically increasing dts to muxer") }
+        // ffmpeg folds a repeated line into "    Last message repeated N times".
+        let roundingOnly = lines.allSatisfy {
+            $0.contains("non monotonically increasing dts to muxer") || $0.trimmingCharacters(in: .whitespaces).hasPrefix("Last message repeated")
+        }
         guard decode.status == 0, decode.stderr.isEmpty || roundingOnly else { throw ToolError.failed("ffmpeg decode of \(recording)", decode) }
         if !decode.stderr.isEmpty {
             let exact = try runTool("ffmpeg", ["-nostdin", "-hide_banner", "-v", "error", "-i", recording, "-enc_time_base", "-1", "-f", "null", "-"])

@@ -35,10 +35,12 @@ struct CameraBenchTests {
         let figures = VideoFigures(frames: packets.count, seconds: seconds, medianInterval: median)
         // Never more frames than the device made.
         #expect(Double(figures.frames) <= seconds * 30 + 2, "\(label): \(figures.frames) frames in \(seconds) s")
+        // The intervals are the driver's own timestamps; under TCG they jitter by several ms
+        // and the encoder keeps a varying share of the frames, so the median interval is a
+        // figure, not a check (the device's rate is checked by expectEveryFrameAccounted).
         if !encoderBound {
-            // The driver's own timestamps: the typical step is one frame at 30 fps.
-            #expect(abs(median - 1.0 / 30) < 0.002, "\(label): median frame interval \(median * 1000) ms")
-            #expect(Double(figures.frames) >= seconds * 30 * 0.6, "\(label): only \(figures.frames) frames in \(seconds) s")
+            // A sanity floor only: emulated CPUs on a busy machine keep a varying share.
+            #expect(Double(figures.frames) >= seconds * 30 * 0.25, "\(label): only \(figures.frames) frames in \(seconds) s")
         }
         figure(scenario, "\(label): \(figures.frames) frames over \(String(format: "%.2f", seconds)) s = \(String(format: "%.1f", figures.fps)) fps, median interval \(String(format: "%.2f", median * 1000)) ms, longest \(String(format: "%.1f", (intervals.last ?? 0) * 1000)) ms")
         return figures
@@ -52,6 +54,16 @@ struct CameraBenchTests {
         #expect(scenario.agentLog.contains("640x360 YUYV → YU12 (libv4lconvert) @ 30 fps"), "the camera was not captured in YUYV")
         let video = try checkVideo(probe, label: "front", width: 640, height: 360, scenario: scenario.name)
         #expect(video.seconds > 6, "front covers only \(video.seconds) s of an 8 s recording")
+        expectEveryFrameAccounted(scenario, video: video)
+    }
+
+    /// Every frame the camera made is in the file or reported lost or dropped by the agent:
+    /// together they come to the device's 30 fps over the track.
+    func expectEveryFrameAccounted(_ scenario: BenchScenario, video: VideoFigures) {
+        let reported = scenario.reportedLosses(track: "front")
+        let accounted = Double(video.frames + reported) / video.seconds
+        #expect(abs(accounted - 30) < 3, "recorded \(video.frames) + reported \(reported) frames in \(video.seconds) s = \(accounted) fps")
+        figure(scenario.name, "\(scenario.facts["accelerator"] ?? "?"): \(video.frames) frames recorded + \(reported) reported lost or dropped over \(String(format: "%.2f", video.seconds)) s = \(String(format: "%.1f", accounted)) fps from the device; recorded \(String(format: "%.1f", video.fps)) fps")
     }
 
     @Test func unpluggingTheCameraEndsItsTrackAndTheMicrophoneGoesOn() throws {
@@ -60,6 +72,7 @@ struct CameraBenchTests {
         #expect(probe.streams.count == 2)
         #expect(scenario.agentLog.contains("640x360 YU12 @ 30 fps"), "the camera was not captured in YU12")
         let video = try checkVideo(probe, label: "front", width: 640, height: 360, scenario: scenario.name)
+        expectEveryFrameAccounted(scenario, video: video)
         let front = try #require(probe.stream(label: "front")), dummy = try #require(probe.stream(label: "dummy"))
         let frontSpan = try #require(probe.span(of: front)), dummySpan = try #require(probe.span(of: dummy))
         // The camera was unplugged 6 s after the agent started; the recording lasts 12 s.
@@ -82,12 +95,7 @@ struct CameraBenchTests {
         let encoderBound = !scenario.ranOnKVM
         let video = try checkVideo(probe, label: "front", width: 1280, height: 720, scenario: scenario.name, encoderBound: encoderBound)
         #expect(video.seconds > 7, "front covers only \(video.seconds) s of a 10 s recording")
-        // Every frame the camera made is either in the file or reported as lost or dropped:
-        // together they come to the device's 30 fps over the recording.
-        let reported = scenario.reportedLosses(track: "front")
-        let accounted = Double(video.frames + reported) / video.seconds
-        #expect(abs(accounted - 30) < 3, "recorded \(video.frames) + reported \(reported) frames in \(video.seconds) s = \(accounted) fps")
+        expectEveryFrameAccounted(scenario, video: video)
         if !encoderBound { #expect(video.fps > 27, "recorded at \(video.fps) fps") }
-        figure(scenario.name, "\(scenario.facts["accelerator"] ?? "?"): \(video.frames) frames recorded + \(reported) reported lost or dropped over \(String(format: "%.2f", video.seconds)) s = \(String(format: "%.1f", accounted)) fps from the device; recorded \(String(format: "%.1f", video.fps)) fps")
     }
 }

@@ -139,6 +139,31 @@ struct FileToolTests {
         #expect(try recordctl(["recover", file]).status == 0, "with the server gone, recover works")
     }
 
+    /// ffmpeg's fragmented MP4 leaves sample durations and flags out of its runs (they are
+    /// the `tfhd` defaults); read without them every sample looked like a keyframe and the
+    /// last fragment had no duration.
+    @Test func inspectReadsAnotherMuxersFragmentedMP4LikeFFprobe() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/fragmented.mp4"
+        let made = try runProcess("/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=4",
+                                                      "-c:v", "libx264", "-g", "25", "-movflags", "frag_keyframe+empty_moov", file])
+        try #require(made.status == 0, "\(made.output)")
+        let probe = try runProcess("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=flags",
+                                                        "-show_entries", "stream=duration", "-of", "csv=p=0", file])
+        let lines = probe.stdout.split(separator: "\n").map(String.init)
+        let keyframes = lines.filter { $0.hasPrefix("K") }.count
+        let packets = lines.filter { $0.hasPrefix("K") || $0.hasPrefix("_") }.count
+        let duration = try #require(lines.compactMap(Double.init).first)
+
+        let inspection = try MP4Inspection.inspect(path: file)
+        let video = try #require(inspection.tracks.first)
+        #expect(video.sampleCount == packets)
+        #expect(video.keyframeCount == keyframes, "ffprobe counts \(keyframes) keyframes")
+        #expect(abs(video.durationSeconds - duration) < 0.001, "ffprobe says \(duration) s")
+        #expect(inspection.layout == "fragmented", "another muxer's fragmented file is not a crashed recording of ours")
+    }
+
     @Test func inspectRefusesAFileThatIsNotMP4() throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -1,20 +1,27 @@
 /// `trex` (§8.8.3): per-track fragment defaults. We write every field explicitly in `trun`,
-/// so the defaults are neutral.
+/// so ours are neutral (zero); other muxers' defaults are kept so their fragments read right.
 public struct TrackExtendsBox: DecodableBox, Equatable {
     public static let boxType: FourCC = "trex"
     public var trackID: UInt32
+    public var defaultSampleDescriptionIndex: UInt32 = 1
+    public var defaultSampleDuration: UInt32 = 0
+    public var defaultSampleSize: UInt32 = 0
+    public var defaultSampleFlags: UInt32 = 0
     public init(trackID: UInt32) { self.trackID = trackID }
     public var payloadSize: Int { 24 }
     public func encodePayload(into w: inout ByteWriter) {
         w.fullBoxHeader(version: 0, flags: 0)
         w.u32(trackID)
-        w.u32(1) // default_sample_description_index
-        w.u32(0); w.u32(0); w.u32(0)
+        w.u32(defaultSampleDescriptionIndex)
+        w.u32(defaultSampleDuration); w.u32(defaultSampleSize); w.u32(defaultSampleFlags)
     }
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         _ = try r.fullBoxHeader()
         trackID = try r.u32("track_ID")
-        try r.skip(16)
+        defaultSampleDescriptionIndex = try r.u32("default_sample_description_index")
+        defaultSampleDuration = try r.u32("default_sample_duration")
+        defaultSampleSize = try r.u32("default_sample_size")
+        defaultSampleFlags = try r.u32("default_sample_flags")
     }
 }
 
@@ -47,31 +54,45 @@ public struct MovieFragmentHeaderBox: DecodableBox, Equatable {
 }
 
 /// `tfhd` (§8.8.7). We always set default-base-is-moof (0x020000) and nothing else, so
-/// data offsets are relative to the enclosing `moof` and a fragment is self-contained.
+/// data offsets are relative to the enclosing `moof` and a fragment is self-contained. Other
+/// muxers (ffmpeg) put per-fragment sample defaults here; they are read and kept, since a
+/// `trun` that omits a field means this default (or, without one, the `trex` default).
 public struct TrackFragmentHeaderBox: DecodableBox, Equatable {
     public static let boxType: FourCC = "tfhd"
     public static let defaultBaseIsMoof: UInt32 = 0x02_0000
     public var trackID: UInt32
     public var flags: UInt32
     public var baseDataOffset: UInt64?
+    public var sampleDescriptionIndex: UInt32?
+    public var defaultSampleDuration: UInt32?
+    public var defaultSampleSize: UInt32?
+    public var defaultSampleFlags: UInt32?
 
     public init(trackID: UInt32) {
         self.trackID = trackID
         flags = Self.defaultBaseIsMoof
     }
 
-    public var payloadSize: Int { 8 }
+    private var optionalFields: [UInt32?] { [sampleDescriptionIndex, defaultSampleDuration, defaultSampleSize, defaultSampleFlags] }
+    public var payloadSize: Int { 8 + (baseDataOffset == nil ? 0 : 8) + optionalFields.compactMap { $0 }.count * 4 }
     public func encodePayload(into w: inout ByteWriter) {
+        var flags = self.flags & ~UInt32(0x3B)
+        if baseDataOffset != nil { flags |= 0x1 }
+        for (bit, field) in zip([UInt32(0x2), 0x8, 0x10, 0x20], optionalFields) where field != nil { flags |= bit }
         w.fullBoxHeader(version: 0, flags: flags)
         w.u32(trackID)
+        if let baseDataOffset { w.u64(baseDataOffset) }
+        for field in optionalFields { if let field { w.u32(field) } }
     }
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
         (_, flags) = try r.fullBoxHeader()
         trackID = try r.u32("track_ID")
         if flags & 0x1 != 0 { baseDataOffset = try r.u64("base_data_offset") }
-        // Optional defaults we never write; skip them when reading other muxers' files.
-        for bit: UInt32 in [0x2, 0x8, 0x10, 0x20] where flags & bit != 0 { try r.skip(4, "tfhd default") }
+        if flags & 0x2 != 0 { sampleDescriptionIndex = try r.u32("sample_description_index") }
+        if flags & 0x8 != 0 { defaultSampleDuration = try r.u32("default_sample_duration") }
+        if flags & 0x10 != 0 { defaultSampleSize = try r.u32("default_sample_size") }
+        if flags & 0x20 != 0 { defaultSampleFlags = try r.u32("default_sample_flags") }
     }
 }
 
@@ -191,12 +212,22 @@ public struct TrackFragmentBox: DecodableBox, Equatable {
     }
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
+        try self.init(payload: &r, trackDefaults: [:])
+    }
+
+    /// Fields a `trun` omits take the `tfhd` default, else the track's `trex` default
+    /// (`trackDefaults`, by track id; empty when the movie is not known).
+    public init(payload r: inout ByteReader, trackDefaults: [UInt32: TrackExtendsBox]) throws(MP4ParseError) {
         let children = try r.childBoxes()
         header = try requireChild(TrackFragmentHeaderBox.self, in: children, parent: "traf")
         decodeTime = try requireChild(TrackFragmentDecodeTimeBox.self, in: children, parent: "traf")
-        let runs = try decodeChildren(TrackRunBox.self, in: children)
-        guard runs.count == 1, let only = runs.first else { throw .unsupported("traf with \(runs.count) trun boxes") }
-        run = only
+        let runs = children.filter { $0.header.type == TrackRunBox.boxType }
+        guard runs.count == 1, var payload = runs.first?.payload else { throw .unsupported("traf with \(runs.count) trun boxes") }
+        let trex = trackDefaults[header.trackID]
+        run = try TrackRunBox(payload: &payload,
+                              defaultDuration: header.defaultSampleDuration ?? trex?.defaultSampleDuration ?? 0,
+                              defaultSize: header.defaultSampleSize ?? trex?.defaultSampleSize ?? 0,
+                              defaultFlags: header.defaultSampleFlags ?? trex?.defaultSampleFlags ?? 0)
     }
 }
 
@@ -218,8 +249,17 @@ public struct MovieFragmentBox: DecodableBox, Equatable {
     }
 
     public init(payload r: inout ByteReader) throws(MP4ParseError) {
+        try self.init(payload: &r, trackDefaults: [:])
+    }
+
+    /// `trackDefaults`: the movie's `trex` boxes by track id (see ``TrackFragmentBox``).
+    public init(payload r: inout ByteReader, trackDefaults: [UInt32: TrackExtendsBox]) throws(MP4ParseError) {
         let children = try r.childBoxes()
         header = try requireChild(MovieFragmentHeaderBox.self, in: children, parent: "moof")
-        trackFragments = try decodeChildren(TrackFragmentBox.self, in: children)
+        trackFragments = []
+        for child in children where child.header.type == TrackFragmentBox.boxType {
+            var payload = child.payload
+            trackFragments.append(try TrackFragmentBox(payload: &payload, trackDefaults: trackDefaults))
+        }
     }
 }

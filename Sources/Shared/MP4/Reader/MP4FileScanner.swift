@@ -50,6 +50,8 @@ public struct MP4FileScanner {
         var result = Result(fileSize: size)
         var offset: UInt64 = 0
         var pendingMoof: (offset: UInt64, box: MovieFragmentBox)?
+        // Other muxers leave fields out of their runs that the movie's trex boxes give.
+        var trackDefaults: [UInt32: TrackExtendsBox] = [:]
         var pendingMarker: (offset: UInt64, box: SequenceMarkerBox)?
         var lastReport: UInt64 = 0
         func torn(_ reason: String) {
@@ -102,12 +104,13 @@ public struct MP4FileScanner {
                 guard payloadSize <= maxMovieSize else { torn("moov of \(payloadSize) bytes exceeds the limit"); break }
                 var p = ByteReader(try file.read(count: Int(payloadSize), at: payloadStart))
                 do { result.movie = try MovieBox(payload: &p) } catch { torn("moov: \(error)"); break }
+                for trex in result.movie?.extends?.trackExtends ?? [] { trackDefaults[trex.trackID] = trex }
                 result.movieOffset = offset
                 result.endOfStructure = offset + boxSize
             case MovieFragmentBox.boxType:
                 guard payloadSize <= maxFragmentHeaderSize else { torn("moof of \(payloadSize) bytes exceeds the limit"); break }
                 var p = ByteReader(try file.read(count: Int(payloadSize), at: payloadStart))
-                do { pendingMoof = (offset, try MovieFragmentBox(payload: &p)) } catch { torn("moof: \(error)"); break }
+                do { pendingMoof = (offset, try MovieFragmentBox(payload: &p, trackDefaults: trackDefaults)) } catch { torn("moof: \(error)"); break }
             case "mdat":
                 if let moof = pendingMoof {
                     let fragment = Fragment(moofOffset: moof.offset, moof: moof.box, mdatPayload: payloadStart..<offset + boxSize,

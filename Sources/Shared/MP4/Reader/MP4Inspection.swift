@@ -44,7 +44,8 @@ public struct MP4Inspection: Sendable {
         }
         let layout: String
         if scan.isFragmented {
-            layout = "fragmented (recording in progress or crashed; run recover)"
+            // Ours are fragmented only while recording (or after a crash); other muxers' may be finished.
+            layout = movie.userData?.recordingInfo != nil ? "fragmented (recording in progress or crashed; run recover)" : "fragmented"
         } else if let moovAt = scan.movieOffset, let mdat = scan.boxes.first(where: { $0.type == "mdat" }), moovAt < mdat.offset {
             layout = "progressive, moov first (faststart)"
         } else {
