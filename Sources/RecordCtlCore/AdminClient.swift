@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Shared
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -46,6 +47,7 @@ struct ConnectionOptions: ParsableArguments {
     struct FileSettings: Decodable {
         var server: String?
         var tokenFile: String?
+        enum CodingKeys: String, CodingKey, CaseIterable { case server, tokenFile }
     }
 
     func fileSettings(environment: [String: String]) throws -> FileSettings? {
@@ -56,7 +58,15 @@ struct ConnectionOptions: ParsableArguments {
             return nil
         }
         do {
-            return try JSONDecoder().decode(FileSettings.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            // A misspelt key (`tokenfile`) would otherwise leave the setting at its default unseen.
+            if let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+               let unknown = StrictDecoding.unknownKeys(inJSON: object, schema: .init(FileSettings.CodingKeys.self)) {
+                throw CLIFailure(.usage, "\(path): \(unknown.message)")
+            }
+            return try JSONDecoder().decode(FileSettings.self, from: data)
+        } catch let failure as CLIFailure {
+            throw failure
         } catch {
             throw CLIFailure(.usage, "cannot read \(path): expected {\"server\": \"http://HOST:PORT\", \"tokenFile\": \"PATH\"} (\(error))")
         }

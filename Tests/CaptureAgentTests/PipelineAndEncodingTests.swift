@@ -215,4 +215,18 @@ struct PipelineAndEncodingTests {
         let error = #expect(throws: ConfigError.self) { try AgentConfigFile.load(path: bad) }
         #expect(error?.message.contains("sources") == true)
     }
+
+    /// A misspelt key is refused with the near miss, at the top level and inside an object;
+    /// `labels` holds the operator's own keys and takes any.
+    @Test func unknownConfigKeysAreRefusedWithADidYouMean() throws {
+        let dir = TemporaryDirectory()
+        let misspelt = dir.file("misspelt.json", Array(#"{"sever": "rec:7443", "labels": {"anything": "goes"}}"#.utf8))
+        let error1 = #expect(throws: ConfigError.self) { try AgentConfigFile.load(path: misspelt) }
+        #expect(error1?.message.contains(#"unknown key "sever" (did you mean "server"?) at the top level"#) == true, "\(error1?.message ?? "")")
+        let nested = dir.file("nested.json", Array(#"{"video": {"presett": "fast"}, "audio": {"complexity": 5}}"#.utf8))
+        let error2 = #expect(throws: ConfigError.self) { try AgentConfigFile.load(path: nested) }
+        #expect(error2?.message.contains(#""presett" (did you mean "preset"?) in "video""#) == true, "\(error2?.message ?? "")")
+        let fine = dir.file("fine.json", Array(#"{"server": "rec:7443", "labels": {"room": "A"}, "audio": {"complexity": 5}}"#.utf8))
+        #expect(try AgentConfigFile.load(path: fine).audio?.complexity == 5)
+    }
 }

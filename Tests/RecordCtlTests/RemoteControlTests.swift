@@ -265,6 +265,11 @@ extension RemoteControlTests {
         let malformed = try recordctl(["agents", "--config", explicit])
         #expect(malformed.status == 2, "\(malformed.output)")
         #expect(malformed.stderr.contains(#"expected {"server": "http://HOST:PORT", "tokenFile": "PATH"}"#), "\(malformed.stderr)")
+        // A misspelt key would leave the token unset without a word: refused, with the near miss.
+        try #"{"server": "http://127.0.0.1:9", "tokenfile": "/x"}"#.write(toFile: explicit, atomically: true, encoding: .utf8)
+        let misspelt = try recordctl(["agents", "--config", explicit])
+        #expect(misspelt.status == 2, "\(misspelt.output)")
+        #expect(misspelt.stderr.contains(#"unknown key "tokenfile" (did you mean "tokenFile"?)"#), "\(misspelt.stderr)")
         await fixture.stop()
     }
 }

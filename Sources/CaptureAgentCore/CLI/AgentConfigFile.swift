@@ -1,4 +1,5 @@
 import Foundation
+import Shared
 
 /// The JSON configuration file of `capture-agent run --config FILE`
 /// (`deploy/capture-agent.example.json`). Every field is optional; a flag given on the
@@ -13,6 +14,9 @@ public struct AgentConfigFile: Codable, Sendable, Equatable {
         public var keyframeInterval: Int?
         public var threads: Int?
         public var profile: String?
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case preset, tune, crf, bitrateKbps, keyframeInterval, threads, profile
+        }
     }
 
     public struct Audio: Codable, Sendable, Equatable {
@@ -20,16 +24,19 @@ public struct AgentConfigFile: Codable, Sendable, Equatable {
         public var application: String?
         /// Opus complexity 0…10.
         public var complexity: Int?
+        enum CodingKeys: String, CodingKey, CaseIterable { case bitrate, application, complexity }
     }
 
     public struct Buffer: Codable, Sendable, Equatable {
         public var maxMegabytes: Int?
         public var maxSeconds: Double?
+        enum CodingKeys: String, CodingKey, CaseIterable { case maxMegabytes, maxSeconds }
     }
 
     public struct Reconnect: Codable, Sendable, Equatable {
         public var initialMillis: Int?
         public var maxMillis: Int?
+        enum CodingKeys: String, CodingKey, CaseIterable { case initialMillis, maxMillis }
     }
 
     public var server: String?
@@ -51,12 +58,28 @@ public struct AgentConfigFile: Codable, Sendable, Equatable {
     public var stopTimeoutSeconds: Double?
     public var logLevel: String?
 
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case server, ca, cert, key, token, agentID, sources, record, sessionID, durationSeconds, labels
+        case video, audio, buffer, reconnect, fastFiles, stopTimeoutSeconds, logLevel
+    }
+
+    /// Every key the file may hold, nested objects included (`labels` holds free-form keys).
+    static let schema = StrictDecoding.Schema(CodingKeys.self, nested: [
+        "video": .init(Video.CodingKeys.self), "audio": .init(Audio.CodingKeys.self),
+        "buffer": .init(Buffer.CodingKeys.self), "reconnect": .init(Reconnect.CodingKeys.self),
+    ])
+
     public init() {}
 
     /// Reads and decodes `path`; the error names the file and what is wrong.
     public static func load(path: String) throws(ConfigError) -> AgentConfigFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError("cannot read config file \(path)")
+        }
+        // A misspelt key would otherwise be ignored and its default used without a word.
+        if let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+           let unknown = StrictDecoding.unknownKeys(inJSON: object, schema: schema) {
+            throw ConfigError("\(path): \(unknown.message)")
         }
         do {
             return try JSONDecoder().decode(AgentConfigFile.self, from: data)

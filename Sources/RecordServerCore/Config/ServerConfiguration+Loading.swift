@@ -1,4 +1,5 @@
 import Foundation
+import Shared
 
 extension ServerConfiguration {
     /// Values given on the command line; each non-nil one replaces the file's value.

@@ -1,4 +1,5 @@
 import Foundation
+import Shared
 import Logging
 
 /// Everything an operator can set for `record-server`. Every field has a default, so a
@@ -327,66 +328,10 @@ extension ServerConfiguration.Retention {
     }
 }
 
-/// Helpers for decoding that refuses what it does not understand.
-enum StrictDecoding {
-    /// Any key, so the keys actually present can be listed.
-    struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int?
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) {
-            self.stringValue = String(intValue)
-            self.intValue = intValue
-        }
-    }
-
-    /// Throws `.unknownKey` naming every key of the object being decoded that `known` lacks,
-    /// with a "did you mean" for near misses.
+extension StrictDecoding {
+    /// The server's form: unknown keys are a `ConfigurationError(.unknownKey)`.
     static func rejectUnknownKeys<Key: CodingKey & CaseIterable>(_ decoder: any Decoder, known: Key.Type) throws {
-        let present = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-        let knownNames = Key.allCases.map(\.stringValue)
-        let unknown = present.filter { !knownNames.contains($0) }.sorted()
-        guard !unknown.isEmpty else { return }
-        let fields = unknown.map { path(decoder.codingPath, AnyKey(stringValue: $0)) }
-        let described = unknown.map { name in
-            suggestion(for: name, among: knownNames).map { "\"\(name)\" (did you mean \"\($0)\"?)" } ?? "\"\(name)\""
-        }
-        let place = decoder.codingPath.isEmpty ? "at the top level" : "in \"\(path(decoder.codingPath))\""
-        throw ConfigurationError(.unknownKey, field: fields.joined(separator: ", "),
-                                 "unknown key\(unknown.count == 1 ? "" : "s") \(described.joined(separator: ", ")) \(place); " +
-                                 "remove or correct \(unknown.count == 1 ? "it" : "them"). Known keys: \(knownNames.joined(separator: ", "))")
-    }
-
-    /// `ingest.port`-style path of a coding path (plus an optional last key).
-    static func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
-        (codingPath + (last.map { [$0] } ?? [])).map { key in key.intValue.map { "[\($0)]" } ?? key.stringValue }
-            .joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
-    }
-
-    /// The known key closest to a misspelt one: same text ignoring case, an abbreviation or
-    /// extension of it (`dataDir`), or at most two edits away.
-    static func suggestion(for name: String, among known: [String]) -> String? {
-        let lower = name.lowercased()
-        if let match = known.first(where: { $0.lowercased() == lower }) { return match }
-        if lower.count >= 3, let match = known.first(where: { $0.lowercased().hasPrefix(lower) || lower.hasPrefix($0.lowercased()) }) {
-            return match
-        }
-        let scored = known.map { ($0, editDistance(name.lowercased(), $0.lowercased())) }.filter { $0.1 <= 2 }
-        return scored.min { $0.1 < $1.1 }?.0
-    }
-
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0 ... b.count)
-        for i in 1 ... a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1 ... b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
+        guard let unknown = try unknownKeys(in: decoder, known: known) else { return }
+        throw ConfigurationError(.unknownKey, field: unknown.fields.joined(separator: ", "), unknown.message)
     }
 }
