@@ -78,14 +78,25 @@ extension SessionRegistry: AdminBackend {
     }
 
     public func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord] {
-        do { return try catalog.recordings(filter) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
+        do { return try catalog.recordings(filter).map(Self.withDurableFigures) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
     }
 
     public func recording(id: String) async throws(AdminError) -> (RecordingRecord, [TrackRecord]) {
         let record: RecordingRecord?
         do { record = try catalog.recording(id: id) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
         guard let record else { throw AdminError(.notFound, "no recording \(id)") }
-        return (record, (try? catalog.tracks(sessionID: record.sessionID)) ?? [])
+        return (Self.withDurableFigures(record), (try? catalog.tracks(sessionID: record.sessionID)) ?? [])
+    }
+
+    /// A file still being written has no size or duration in the catalog yet (they are
+    /// written, read back from the file, when it is finished). Until then they come from the
+    /// file as it is on disk: what is durable so far — not 0 B and 0 s.
+    static func withDurableFigures(_ record: RecordingRecord) -> RecordingRecord {
+        guard record.status == .recording, let inspection = try? MP4Inspection.inspect(path: record.path) else { return record }
+        var live = record
+        live.sizeBytes = Int64(inspection.fileSize)
+        live.durationSeconds = inspection.durationSeconds
+        return live
     }
 
     public func deleteRecording(id: String) async throws(AdminError) {
