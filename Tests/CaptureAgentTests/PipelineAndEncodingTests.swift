@@ -52,6 +52,24 @@ struct PipelineAndEncodingTests {
         ])
     }
 
+    /// A stop at an instant: the source goes on until its units reach it, so every track of a
+    /// session ends at the same moment; the unit at the instant is not recorded. A stop
+    /// without one (a cancel) ends after the read in progress.
+    @Test(arguments: [(Int64?.some(7), Int64(6)), (nil, 3)])
+    func aStopAtAnInstantReadsUpToIt(instant: Int64?, lastRecorded: Int64) {
+        let proceed = DispatchSemaphore(value: 0)
+        let source = CountingSource(count: 20, waitBefore: 3, proceed: proceed)
+        let sink = RecordingSink()
+        let pipeline = SourcePipeline(track: 5, label: "mic", source: source, encoder: PassThroughEncoder(track: 5), queueCapacity: 32,
+                                      sink: sink, logger: Logger(label: "t"), clock: ManualClock(start: 0))
+        pipeline.run()
+        while sink.events.count < 3 { usleep(1000) }   // units 0…2 are through; the source waits before 3
+        pipeline.stop(at: instant)
+        proceed.signal()
+        pipeline.waitUntilFinished()
+        #expect(sink.events == (0...lastRecorded).map { .sample(track: 5, pts: $0, keyframe: true) } + [.ended(track: 5, reason: .endOfStream, message: "")])
+    }
+
     @Test func aNonLiveSourceWaitsInsteadOfDropping() {
         let gate = DispatchSemaphore(value: 0)
         let encoder = PassThroughEncoder(track: 1, gate: gate)

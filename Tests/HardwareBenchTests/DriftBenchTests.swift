@@ -44,11 +44,12 @@ struct DriftBenchTests {
             let audio = try #require(probe.span(of: stream))
             figure(scenario.name, "\(label) (\(shift > 0 ? "+" : "")\(Int(shift)) ppm): \(packets.count) packets; timestamps vs real time after \(String(format: "%.1f", realSeconds)) s: \(String(format: "%+.1f", error * 1000)) ms (unslewed: \(String(format: "%+.1f", (sampleSeconds - realSeconds) * 1000)) ms); agent measured \(String(format: "%.1f", clock.ppm)) ppm; track starts \(String(format: "%+.0f", (audio.start - video.start) * 1000)) ms and ends \(String(format: "%+.0f", (audio.end - video.end) * 1000)) ms from the camera's")
         }
-        // A fast device is "ahead of the clock" (negative in the agent's sign). Differences
-        // cancel what all three share (the start-up offset each slew also removes).
+        // The agent's own figure (total slew over the track) also holds the start-up offset it
+        // corrected, a few ms, i.e. ±50 ppm over 65 s: a looser check than the one above. A fast
+        // device is "ahead of the clock" (negative in the agent's sign).
         if let fast = measured["fast"], let slow = measured["slow"], let faster = measured["faster"] {
-            #expect(abs((slow - fast) - 200) < 80, "slow − fast = \(slow - fast) ppm, expected 200")
-            #expect(abs((slow - faster) - 1100) < 110, "slow − faster = \(slow - faster) ppm, expected 1100")
+            #expect(abs((slow - fast) - 200) < 150, "slow − fast = \(slow - fast) ppm, expected 200")
+            #expect(abs((slow - faster) - 1100) < 150, "slow − faster = \(slow - faster) ppm, expected 1100")
         }
     }
 }

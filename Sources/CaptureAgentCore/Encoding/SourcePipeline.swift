@@ -29,6 +29,7 @@ public final class SourcePipeline: @unchecked Sendable {
     private let logger: Logger
     private let lock = NSLock()
     private var stopRequested = false
+    private var stopInstant: Int64?
     private var keyframeWanted = false
     private var captureFailure: CaptureError?
     private let finished = DispatchGroup()
@@ -75,12 +76,23 @@ public final class SourcePipeline: @unchecked Sendable {
 
     /// Asks the source to stop; queued frames are still encoded, then the track ends
     /// (end of stream).
-    public func stop() {
+    ///
+    /// With `instant` (the clock when the recording stops), a live source goes on reading
+    /// until its units reach that instant, and the first unit at or past it is not recorded:
+    /// every track of the session then ends at the same moment, within one unit (20 ms of
+    /// audio, one frame), whatever each capture thread was doing when the stop came. Without
+    /// it (a cancel) the source stops after the read in progress.
+    public func stop(at instant: Int64? = nil) {
         lock.lock()
         stopRequested = true
+        stopInstant = instant
         lock.unlock()
         if !source.isLive { queue.cancel() }
     }
+
+    /// How long past the stop instant a live source may take to deliver a unit that reaches
+    /// it before it is stopped anyway (a device that went quiet must not hold the stop up).
+    static let stopGrace: Int64 = 1_000_000_000
 
     /// Blocks until both threads are done.
     public func waitUntilFinished() { finished.wait() }
@@ -92,16 +104,33 @@ public final class SourcePipeline: @unchecked Sendable {
         lock.unlock()
     }
 
-    private var shouldStop: Bool {
+    private var stopState: (requested: Bool, instant: Int64?) {
         lock.lock()
         defer { lock.unlock() }
-        return stopRequested
+        return (stopRequested, stopInstant)
+    }
+
+    private var shouldStop: Bool { stopState.requested }
+
+    /// True when the capture loop is done before reading another unit: a stop without an
+    /// instant (or for a file read as fast as possible), or one whose grace has passed.
+    private var stopsBeforeReading: Bool {
+        let stop = stopState
+        guard stop.requested else { return false }
+        guard let instant = stop.instant, source.isLive else { return true }
+        let (limit, overflow) = instant.addingReportingOverflow(Self.stopGrace)
+        return clock.now() > (overflow ? .max : limit)
     }
 
     private func captureLoop() {
-        while !shouldStop {
+        while !stopsBeforeReading {
             do {
                 guard let media = try source.read() else { break }
+                // The unit that reaches the stop instant ends the track; it is not recorded.
+                if let instant = stopState.instant, source.isLive, media.pts >= instant {
+                    queue.recordLost(source.takeLostCount())
+                    break
+                }
                 queue.recordLost(source.takeLostCount())
                 for notice in source.takeNotices() {
                     logger.warning("\(notice)", metadata: ["track": "\(label)", "source": "\(source.name)"])

@@ -396,7 +396,7 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                     logger.info("\(spec.name) (track \(track)): \(source.name), \(source.format)")
                     built.append(SourcePipeline(
                         track: track, label: spec.name, source: source, encoder: encoder,
-                        queueCapacity: source.format.isVideo ? queueVideo : queueAudio, sink: self, logger: logger))
+                        queueCapacity: source.format.isVideo ? queueVideo : queueAudio, sink: self, logger: logger, clock: clock))
                 } catch {
                     source.stop()
                     problem = "\(spec.name): \(error)"
@@ -440,7 +440,9 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     private func stopCapture() {
         guard !stopping else { return }
         stopping = true
-        for pipeline in pipelines { pipeline.stop() }
+        // One instant for every track: each ends there, within one unit (SourcePipeline.stop(at:)).
+        let instant = clock.now()
+        for pipeline in pipelines { pipeline.stop(at: instant) }
         perform(machine.requestClose(now: clock.now()))
         pump()
     }
