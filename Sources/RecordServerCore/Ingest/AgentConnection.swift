@@ -158,8 +158,14 @@ struct AgentConnection {
                 return
             }
             await registry.sessionEnded(session)
-            try await sendAck(durable, session: session, outbound: outbound)
-            try await outbound.write(.sessionClosed(SessionClosed(sessionID: close.sessionID, outcome: .finalized, durableSequence: durable)))
+            do {
+                try await sendAck(durable, session: session, outbound: outbound)
+                try await outbound.write(.sessionClosed(SessionClosed(sessionID: close.sessionID, outcome: .finalized, durableSequence: durable)))
+            } catch {
+                await session.reconcileCatalog()
+                throw error
+            }
+            await session.reconcileCatalog()
 
         case .sessionCancel(let cancel):
             guard let session = state.session else { return }
@@ -248,8 +254,14 @@ struct AgentConnection {
         let durable = await session.end(after: error)
         // A failed write means the connection is gone; the session is ended all the same.
         if reportError { try? await outbound.write(.error(ErrorReport(error, maxBytes: limits.maxStringBytes))) }
-        if durable > 0 { try await sendAck(durable, session: session, outbound: outbound) }
-        try await outbound.write(.sessionClosed(SessionClosed(sessionID: session.id, outcome: .finalized, durableSequence: durable)))
+        do {
+            if durable > 0 { try await sendAck(durable, session: session, outbound: outbound) }
+            try await outbound.write(.sessionClosed(SessionClosed(sessionID: session.id, outcome: .finalized, durableSequence: durable)))
+        } catch {
+            await session.reconcileCatalog()
+            throw error
+        }
+        await session.reconcileCatalog()
     }
 
     /// Sends a Heartbeat every interval until the connection ends; the agent's replies give

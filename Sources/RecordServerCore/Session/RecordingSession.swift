@@ -27,6 +27,8 @@ actor RecordingSession {
     private let metrics: IngestMetrics
     private var logger: Logger
     private var tracks: [UInt8: TrackStatistics]
+    /// Set when the session finished and its files are not yet read back (``reconcileCatalog()``).
+    private var reconcilePending = false
     private(set) var phase: Phase
     private(set) var acknowledged: UInt64
     private(set) var highestReceived: UInt64
@@ -279,6 +281,7 @@ actor RecordingSession {
     func expire(as status: RecordingStatus = .interrupted) {
         guard !isFinished else { return }
         finalize(as: status, reason: status == .interrupted ? "agent did not resume within \(settings.resumeWindow)" : nil)
+        reconcileCatalog()
     }
 
     /// Finalizes the session as `interrupted` if it is still detached past its resume
@@ -409,7 +412,7 @@ actor RecordingSession {
             phase = .finished(status)
             catalogWrite("session status") { try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason) }
             persistTracks()
-            reconciler.reconcile(sessionID: id.value)
+            reconcilePending = true
             metrics.sessionEnded(outcome: status)
             reportQueue()
             logger.error("session failed", metadata: ["error": "\(reason)"])
@@ -425,7 +428,7 @@ actor RecordingSession {
             phase = .finished(status)
             catalogWrite("session status") { try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason) }
             persistTracks()
-            reconciler.reconcile(sessionID: id.value)
+            reconcilePending = true
             metrics.sessionEnded(outcome: status)
             reportQueue()
             logger.notice("session finalized", metadata: ["status": "\(status.rawValue)", "files": "\(summary.segments.map(\.path))"])
@@ -468,7 +471,16 @@ actor RecordingSession {
         }
     }
 
-    private var reconciler: CatalogReconciler { CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics) }
+    /// Reads the finished files back into the catalog (``CatalogReconciler``), once, after the
+    /// session finished. The connection calls it after sending SessionClosed (the reply must
+    /// not wait on reading files: a server killed in between would leave the agent without
+    /// its answer for a session that is already finished); every other way of finishing calls
+    /// it at once.
+    func reconcileCatalog() {
+        guard reconcilePending else { return }
+        reconcilePending = false
+        CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value)
+    }
 
     private func catalogWrite(_ what: String, _ body: () throws -> Void) {
         CatalogWrites.attempt(what, logger: logger, metrics: metrics, body)
