@@ -60,6 +60,7 @@ struct ConnectionOptions: ParsableArguments {
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             // A misspelt key (`tokenfile`) would otherwise leave the setting at its default unseen.
+            // (Not JSON at all: the decoder below reports it.)
             if let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
                let unknown = StrictDecoding.unknownKeys(inJSON: object, schema: .init(FileSettings.CodingKeys.self)) {
                 throw CLIFailure(.usage, "\(path): \(unknown.message)")

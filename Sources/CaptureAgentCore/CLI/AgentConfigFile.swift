@@ -77,6 +77,7 @@ public struct AgentConfigFile: Codable, Sendable, Equatable {
             throw ConfigError("cannot read config file \(path)")
         }
         // A misspelt key would otherwise be ignored and its default used without a word.
+        // (Not JSON at all: the decoder below says so, with the position.)
         if let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
            let unknown = StrictDecoding.unknownKeys(inJSON: object, schema: schema) {
             throw ConfigError("\(path): \(unknown.message)")

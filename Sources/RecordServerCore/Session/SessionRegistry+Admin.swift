@@ -91,6 +91,8 @@ extension SessionRegistry: AdminBackend {
     /// A file still being written has no size or duration in the catalog yet (they are
     /// written, read back from the file, when it is finished). Until then they come from the
     /// file as it is on disk: what is durable so far — not 0 B and 0 s.
+    /// A file that cannot be read right now (being created, torn mid-write) keeps the row as it is:
+    /// this is a display, and the finished file is read back into the catalog anyway.
     static func withDurableFigures(_ record: RecordingRecord) -> RecordingRecord {
         guard record.status == .recording, let inspection = try? MP4Inspection.inspect(path: record.path) else { return record }
         var live = record
