@@ -121,11 +121,14 @@ let package = Package(
             path: "Benchmarks/IngestBench"),
 
         // Corpus/ holds the session fuzzer's regression inputs, read from the source tree by path.
-        .testTarget(name: "MP4Tests", dependencies: ["MP4"], exclude: ["Corpus"]),
-        .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
-        .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding", "TestSupport"]),
-        // Test support shared by test targets: external tools (ffprobe, ffmpeg) as oracles.
-        .target(name: "TestSupport", dependencies: ["MediaEncoding"], path: "Tests/TestSupport"),
+        .testTarget(name: "MP4Tests", dependencies: ["MP4", "Shared"], exclude: ["Corpus", "ReaderCorpus"]),
+        .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", "Shared", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
+        .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding", "TestSupport", "Shared"]),
+        // Test support shared by test targets: external tools (ffprobe, ffmpeg) as oracles, the
+        // built executables, a TCP proxy that cuts the network.
+        .target(name: "TestSupport", dependencies: [
+            "MediaEncoding", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Tests/TestSupport"),
         .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore", "TestSupport"]),
         // Judges what scripts/hardware-test.sh recorded from real kernel drivers in a VM.
         .testTarget(name: "HardwareBenchTests", dependencies: ["TestSupport"]),
@@ -141,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "RecordServerTests",
             dependencies: [
-                "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore",
+                "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -154,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "RecordCtlTests",
             dependencies: [
-                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "CaptureAgentCore",
+                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "CaptureAgentCore", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -163,7 +166,7 @@ let package = Package(
         .testTarget(
             name: "CaptureAgentTests",
             dependencies: [
-                "CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore",
+                "CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

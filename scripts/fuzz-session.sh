@@ -21,13 +21,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib/fuzz.sh"
 fuzz_setup SessionFuzz .build-fuzz-session 1024 "${1:-}"
 shift || true
-# Each input writes and reads files: bound its time and its allocations too.
-args+=(-timeout=10 -malloc_limit_mb=512)
-if [ "$jobs" -gt 1 ]; then
-    # Independent processes rather than -fork: a fork job re-runs its share of the corpus every
-    # few seconds, which costs more than it finds when each input writes and reads files.
-    args=(-runs=$((runs / jobs)) "${args[@]:1}" -jobs="$jobs" -workers="$jobs")
-fi
+fuzz_file_target_args
 # Swift's own crash handler would take the signal before libFuzzer's, which then writes no crash-* file.
 export SWIFT_BACKTRACE=enable=no
 status=0

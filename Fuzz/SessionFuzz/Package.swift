@@ -24,6 +24,8 @@ let package = Package(
         ),
         .target(name: "SessionScript", dependencies: ["MP4"]),
         .target(name: "CFuzzerDriver"),
+        // The file side (issue 13): any bytes as an MP4 file, read, recovered and resumed.
+        .executableTarget(name: "ReaderFuzz", dependencies: ["MP4", "SessionScript", "CFuzzerDriver"]),
         .executableTarget(
             name: "SessionFuzz",
             dependencies: [

@@ -35,9 +35,15 @@ struct AgentsCommand: ParsableCommand {
         let rows = agents.map { a in
             [Field.string(a, "id"), Field.string(a, "address"), Field.string(a, "software_version"),
              Field.string(a, "connected_at"), Field.string(a, "last_seen"), Field.string(a, "session_id"),
-             Field.double(a, "round_trip_millis").map { String(format: "%.1f ms", $0) } ?? "-"]
+             Field.double(a, "round_trip_millis").map { String(format: "%.1f ms", $0) } ?? "-",
+             a["capture_failure"] is [String: Any] ? "failed" : "ok"]
         }
-        print(Formatting.table(["ID", "ADDRESS", "VERSION", "CONNECTED", "LAST SEEN", "SESSION", "RTT"], rows))
+        print(Formatting.table(["ID", "ADDRESS", "VERSION", "CONNECTED", "LAST SEEN", "SESSION", "RTT", "CAPTURE"], rows))
+        // The reason, in full, below the table: it names the source, its device and the cause.
+        for a in agents {
+            guard let failure = a["capture_failure"] as? [String: Any] else { continue }
+            print("\n\(Field.string(a, "id")): capture failed at \(Field.string(failure, "at")): \(Field.string(failure, "message"))")
+        }
     }
 }
 
@@ -82,6 +88,12 @@ enum SessionsView {
         if !trackRows.isEmpty {
             out += "\n\n" + Formatting.table(["SESSION", "TRACK", "LABEL", "KIND", "CODEC", "STATUS", "FPS", "BITRATE",
                                               "LAG", "DROPPED", "SAMPLES", "BYTES"], trackRows)
+        }
+        // Why a track failed, in full, below the table.
+        for s in sessions {
+            for t in Field.objects(s, "tracks") where t["error"] is String {
+                out += "\n\(Field.string(s, "id")) track \(Field.string(t, "track_id")) (\(Field.string(t, "label"))) failed: \(Field.string(t, "error"))"
+            }
         }
         return out
     }

@@ -141,6 +141,44 @@ struct AgentStateMachineTests {
         #expect(m.sessionID == nil)
     }
 
+    @Test func aStartItCannotCaptureForIsRefusedWithTheReasonAndEndsNothing() {
+        var m = machine()
+        let reason = "back: /dev/video2: cannot open: No such file or directory"
+        #expect(m.captureFailed(reason, now: 0).isEmpty, "nothing to tell before the handshake")
+        _ = handshake(&m, now: 0)
+        #expect(m.received(.startSession(StartSession()), now: 0).contains(.startCapture(labels: [])))
+        let refusal = m.captureFailed(reason, now: 0)
+        #expect(refusal.sent == [.error(ErrorReport(code: .captureFailed, scope: .session, message: reason))])
+        #expect(m.sessionID == nil && m.isEstablished)
+        // A long reason is cut to the server's string limit, not refused by the encoder.
+        let long = m.captureFailed(String(repeating: "x", count: 100_000), now: 0)
+        guard case .error(let cut)? = long.sent.first else { Issue.record("no error"); return }
+        #expect(cut.message.utf8.count == Int(Self.reply.limits.maxStringBytes))
+        // With a session open (a start that raced a running one) there is nothing to refuse.
+        _ = m.openSession(id: session, labels: [], tracks: tracks, now: 0)
+        #expect(m.captureFailed(reason, now: 0).isEmpty)
+    }
+
+    /// protocol.md §6.7: a resume of a session that finished meanwhile is answered with its
+    /// SessionClosed; the agent ends the session and names the samples that are not stored.
+    @Test func aResumeAnsweredWithSessionClosedEndsTheSessionAndNamesWhatIsNotStored() {
+        var m = machine()
+        _ = handshake(&m, now: 0)
+        _ = m.openSession(id: session, labels: [], tracks: tracks, now: 0)
+        _ = m.received(.sessionAccepted(SessionAccepted(sessionID: session, acknowledged: 0)), now: 0)
+        for pts in 0 ..< 5 { _ = m.enqueue(encoded(track: 2, pts: Int64(pts)), now: 0) }
+        #expect(m.pump(now: 0).samples.count == 5)
+        _ = m.connectionLost(now: 1)
+        let resume = handshake(&m, now: 2)
+        #expect(resume.sent == [.sessionResume(SessionResume(sessionID: session, lastAcknowledged: 0))])
+        let closed = SessionClosed(sessionID: session, outcome: .finalized, durableSequence: 3)
+        let actions = m.received(.sessionClosed(closed), now: 3)
+        #expect(actions.contains(.sessionFinished(closed)))
+        #expect(actions.contains { if case .log(.error, let text) = $0 { text.contains("samples 4...5 were not stored") } else { false } },
+                "\(actions)")
+        #expect(m.sessionID == nil)
+    }
+
     @Test func obeysStartStopAndCancelCommands() {
         var m = machine()
         _ = handshake(&m, now: 0)

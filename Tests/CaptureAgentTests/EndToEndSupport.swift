@@ -7,24 +7,17 @@ import RecordServerCore
 import RecordingTLS
 import Shared
 import Testing
+import TestSupport
 @testable import CaptureAgentCore
 
-/// Runs an external tool and returns its standard output (stderr is kept for the error).
-func runTool(_ path: String, _ arguments: [String]) throws -> Data {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    let errors = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw ConfigError("\(path) \(arguments.joined(separator: " ")) failed: \(String(decoding: errors, as: UTF8.self))")
+/// Runs an external tool (TestSupport's `runTool`: output to files, never pipes) and returns
+/// its standard output; a non-zero exit is an error carrying its stderr.
+func toolStdout(_ path: String, _ arguments: [String]) throws -> Data {
+    let out = try runTool(path, arguments)
+    guard out.status == 0 else {
+        throw ConfigError("\(path) \(arguments.joined(separator: " ")) failed: \(out.stderr)")
     }
-    return data
+    return out.stdout
 }
 
 /// What the end-to-end tests read back from a recording, with ffprobe/ffmpeg as the
@@ -40,7 +33,7 @@ struct DecodedRecording {
     var decodeErrors = ""
 
     init(path: String) throws {
-        let json = try JSONSerialization.jsonObject(with: runTool("/usr/bin/ffprobe", [
+        let json = try JSONSerialization.jsonObject(with: toolStdout("/usr/bin/ffprobe", [
             "-v", "error", "-show_entries", "stream=index,codec_type,codec_name,width,height,start_time", "-of", "json", path,
         ])) as? [String: Any]
         for s in (json?["streams"] as? [[String: Any]]) ?? [] {
@@ -49,10 +42,10 @@ struct DecodedRecording {
                                   startTime: Double(s["start_time"] as? String ?? "0") ?? 0))
         }
         for stream in streams where stream.type == "video" {
-            let times = String(decoding: try runTool("/usr/bin/ffprobe", [
+            let times = String(decoding: try toolStdout("/usr/bin/ffprobe", [
                 "-v", "error", "-select_streams", "\(stream.index)", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path,
             ]), as: UTF8.self).split(whereSeparator: \.isNewline).map { Double($0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: ","))) ?? .nan }
-            let raw = try runTool("/usr/bin/ffmpeg", [
+            let raw = try toolStdout("/usr/bin/ffmpeg", [
                 "-v", "error", "-i", path, "-map", "0:\(stream.index)", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "-",
             ])
             let size = stream.width * stream.height
@@ -66,10 +59,13 @@ struct DecodedRecording {
         }
         if let audio = streams.first(where: { $0.type == "audio" }) {
             audioStart = audio.startTime
-            let pcm = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-map", "0:\(audio.index)", "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
+            let pcm = try toolStdout("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-map", "0:\(audio.index)", "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
             audioSamples = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         }
-        decodeErrors = String(decoding: (try? runTool("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])) ?? Data(), as: UTF8.self)
+        // What ffmpeg prints on stderr (the earlier version kept its empty stdout, so this was never checked).
+        let decode = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
+        decodeErrors = decode.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+        if decode.status != 0 && decodeErrors.isEmpty { decodeErrors = "ffmpeg exited \(decode.status)" }
     }
 
     /// Largest distance between each beep and the flash nearest to it, seconds.

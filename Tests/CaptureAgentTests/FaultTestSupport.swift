@@ -25,7 +25,7 @@ func checkContiguousFrames(_ decoded: DecodedRecording, expected: ClosedRange<In
 
 /// Packets in all streams of `path`, counted by ffprobe.
 func countPackets(_ path: String) throws -> Int {
-    let out = String(decoding: try runTool("/usr/bin/ffprobe", [
+    let out = String(decoding: try toolStdout("/usr/bin/ffprobe", [
         "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", path,
     ]), as: UTF8.self)
     return out.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.reduce(0, +)

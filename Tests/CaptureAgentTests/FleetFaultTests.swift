@@ -4,16 +4,11 @@ import RecordServerCore
 import RecordingTLS
 import Shared
 import Testing
+import TestSupport
 @testable import CaptureAgentCore
 
 /// The capture-agent executable (built by `swift build --build-tests`).
-let captureAgentBinary: String? = {
-    let candidates = [
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/capture-agent").standardized.path,
-        Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("capture-agent").path,
-    ]
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-}()
+let captureAgentBinary = BuiltProducts.path("capture-agent")
 
 /// End-to-end fault tests from issue 7: several agents at once, and an agent killed mid-session.
 @Suite("Fleet and fault tests with a real record-server over TLS", .serialized)

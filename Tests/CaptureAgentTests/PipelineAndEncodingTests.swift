@@ -1,4 +1,5 @@
 import Foundation
+import Shared
 import Logging
 import MediaEncoding
 import Testing

@@ -1,3 +1,4 @@
+import Shared
 @testable import MP4
 import Testing
 

@@ -59,4 +59,26 @@ struct SessionCorpusTests {
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
+
+    /// The fuzzer runs on memory files (`MemoryFiles`); they must behave as the disk does, or
+    /// what it finds (and misses) would not hold for real files.
+    @Test("every corpus input has the same outcome on memory files as on disk")
+    func memoryFilesBehaveAsTheDisk() throws {
+        let directory = NSTemporaryDirectory() + "session-corpus-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var compared = 0
+        for file in try Self.corpusFiles() {
+            let script = SessionScript([UInt8](try Data(contentsOf: file)))
+            var diskGate = OpenGate(), memoryGate = OpenGate()
+            let disk = SessionDrive.run(script, directory: directory, baseName: "r", gate: &diskGate)
+            let memory = SessionDrive.run(script, directory: MemoryFiles.root + "corpus", baseName: "r", gate: &memoryGate)
+            #expect(memory.appended == disk.appended && memory.refusals == disk.refusals && memory.samplesInFiles == disk.samplesInFiles
+                    && memory.recovered.count == disk.recovered.count && memory.violations.count == disk.violations.count,
+                    "\(file.lastPathComponent): disk \(disk), memory \(memory)")
+            #expect(MemoryFiles.paths(under: MemoryFiles.root + "corpus").isEmpty, "\(file.lastPathComponent) left files")
+            compared += 1
+        }
+        #expect(compared > 0)
+    }
 }

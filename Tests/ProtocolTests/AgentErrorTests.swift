@@ -3,7 +3,7 @@ import Testing
 import WireProtocol
 
 /// An agent's own Error ends what its scope says (protocol.md §6.5), with one exception: its
-/// refusal of a StartSession while it records (`sessionAlreadyOpen`) ends nothing.
+/// refusal of a StartSession (`sessionAlreadyOpen`, `captureFailed`) ends nothing.
 @Suite struct AgentErrorTests {
     private func sample(_ sequence: UInt64) -> Message {
         .sample(Sample(track: 1, sequence: sequence, pts: Int64(sequence), dts: Int64(sequence), duration: 1, data: ByteBuffer(bytes: [0, 0, 0, 1, 0x65])))
@@ -17,12 +17,21 @@ import WireProtocol
         return v
     }
 
-    @Test func refusingAStartSessionLeavesTheRecordingSessionOpen() throws {
+    @Test(arguments: [ProtocolError.Code.sessionAlreadyOpen, .captureFailed])
+    func refusingAStartSessionLeavesTheRecordingSessionOpen(_ code: ProtocolError.Code) throws {
         var v = try recording()
-        let refusal = Message.error(ErrorReport(code: .sessionAlreadyOpen, scope: .session, message: "session s1 is still recording"))
+        let refusal = Message.error(ErrorReport(code: code, scope: .session, message: "refused"))
         #expect(try v.validate(refusal) == .accept)
         #expect(v.sessionID == "s1")
         #expect(try v.validate(sample(2)) == .accept, "the session's samples go on")
+    }
+
+    @Test func captureFailedIsASessionScopedRefusalOfTheCommandOnly() {
+        #expect(ProtocolError.Code.captureFailed.rawValue == 0x003C)
+        #expect(ProtocolError.Code.captureFailed.defaultScope == .session)
+        #expect(ProtocolError.Code.captureFailed.refusesCommandOnly && ProtocolError.Code.sessionAlreadyOpen.refusesCommandOnly)
+        #expect(!ProtocolError.Code.internalError.refusesCommandOnly)
+        #expect("\(ProtocolError.Code.captureFailed)" == "captureFailed(0x003C)")
     }
 
     @Test func anotherSessionScopedErrorEndsTheSessionAndLateFramesAreIgnored() throws {

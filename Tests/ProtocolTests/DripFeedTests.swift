@@ -1,5 +1,6 @@
 import NIOCore
 import Testing
+import Shared
 import WireProtocol
 
 /// The parser's result must not depend on how the byte stream was split (protocol.md §3).
@@ -29,7 +30,7 @@ struct DripFeedTests {
 
     @Test("seeded random splits give the same messages", arguments: [UInt64(1), 2, 3, 0xDEAD_BEEF])
     func randomSplits(seed: UInt64) {
-        var rng = SeededRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         // A longer stream: the fixtures three times plus random valid messages.
         var stream = Fixtures.stream + Fixtures.stream
         for _ in 0..<100 { stream += try! encode(RandomMessages.make(using: &rng)) }
@@ -61,7 +62,7 @@ struct DripFeedTests {
         #expect(dripped.error?.code == whole.error?.code)
         #expect(dripped.error?.message == whole.error?.message)
         #expect(dripped.messages == whole.messages)
-        var rng = SeededRandom(seed: UInt64(truncatingIfNeeded: name.utf8.count))
+        var rng = SplitMix64(seed: UInt64(truncatingIfNeeded: name.utf8.count))
         for _ in 0..<10 {
             let chunks = (0..<stream.count).map { _ in Int.random(in: 1...64, using: &rng) }
             let split = parse(stream, chunks: chunks)

@@ -1,5 +1,6 @@
 import NIOCore
 import Testing
+import Shared
 import WireProtocol
 
 @Suite("Encode → parse round trips")
@@ -57,7 +58,7 @@ struct RoundTripTests {
 
     @Test("seeded random messages survive encode → parse")
     func randomMessages() throws {
-        var rng = SeededRandom(seed: 0x5EED_0001)
+        var rng = SplitMix64(seed: 0x5EED_0001)
         for _ in 0..<500 {
             let message = RandomMessages.make(using: &rng)
             #expect(try parseOne(try encode(message)) == message)
@@ -128,7 +129,7 @@ struct RoundTripTests {
 
 /// Seeded generator of valid messages for round-trip tests.
 enum RandomMessages {
-    static func make(using rng: inout SeededRandom) -> Message {
+    static func make(using rng: inout SplitMix64) -> Message {
         switch Int.random(in: 0..<18, using: &rng) {
         case 0: return .hello(Hello(versions: 1...UInt8.random(in: 1...9, using: &rng), capabilities: Capabilities(rawValue: .random(in: 0...UInt32.max, using: &rng)), agentID: id(&rng), softwareVersion: text(&rng), bearerToken: Bool.random(using: &rng) ? "t" + text(&rng) : nil))
         case 1: return .helloReply(HelloReply(version: .random(in: 1...255, using: &rng), capabilities: .all, serverID: id(&rng), softwareVersion: text(&rng), heartbeatIntervalMillis: .random(in: 1...60_000, using: &rng)))
@@ -156,21 +157,21 @@ enum RandomMessages {
     static let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
     static let textPieces = ["a", "Z", " ", "é", "ß", "漢", "🎥", "\u{0}", "\n", "—"]
 
-    static func id(_ rng: inout SeededRandom) -> Identifier {
+    static func id(_ rng: inout SplitMix64) -> Identifier {
         let first = alphabet[Int.random(in: 0..<62, using: &rng)]
         let rest = (0..<Int.random(in: 0...63, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }
         return try! Identifier(validating: String([first] + rest))
     }
 
-    static func text(_ rng: inout SeededRandom) -> String {
+    static func text(_ rng: inout SplitMix64) -> String {
         (0..<Int.random(in: 0...40, using: &rng)).map { _ in textPieces.randomElement(using: &rng)! }.joined()
     }
 
-    static func labels(_ rng: inout SeededRandom) -> [Label] {
+    static func labels(_ rng: inout SplitMix64) -> [Label] {
         (0..<Int.random(in: 0...32, using: &rng)).map { i in Label(try! Identifier(validating: "k\(i)"), text(&rng)) }
     }
 
-    static func track(_ id: UInt8, _ rng: inout SeededRandom) -> TrackDescriptor {
+    static func track(_ id: UInt8, _ rng: inout SplitMix64) -> TrackDescriptor {
         if Bool.random(using: &rng) {
             let channels = UInt8.random(in: 1...8, using: &rng)
             var head = Fixtures.opusHead

@@ -29,18 +29,6 @@ func hex(_ bytes: some Sequence<UInt8>) -> String {
 
 func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
 
-/// SplitMix64: a tiny seeded generator so "random" splits are the same on every run.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Parses `bytes` fed in the given chunk sizes (the rest in one piece); returns the
 /// messages produced and the first error, if any.

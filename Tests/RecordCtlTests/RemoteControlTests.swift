@@ -1,6 +1,10 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import RecordServerCore
 import Testing
+import TestSupport
 
 /// recordctl against a real record-server (over its real admin listener) and a real capture agent.
 @Suite("recordctl against a real record-server and agent", .serialized)
@@ -27,7 +31,7 @@ struct RemoteControlTests {
         let env = fixture.environment
 
         // agents: the connected agent, as a table and as JSON.
-        let agents = try eventually("the agent to connect") { () -> [[String: Any]]? in
+        let agents = try await eventually("the agent to connect") { () -> [[String: Any]]? in
             let r = try recordctl(["agents", "--json"], environment: env)
             let list = try r.json()["agents"] as? [[String: Any]] ?? []
             return list.isEmpty ? nil : list
@@ -48,7 +52,7 @@ struct RemoteControlTests {
         #expect(startJSON["status"] as? String == "started", "201: the agent opened the session within the server's wait")
         #expect(startJSON["agent_id"] as? String == "cam-1")
         let sessionID = try #require(startJSON["session_id"] as? String)
-        let live = try eventually("the session to have samples") { () -> [String: Any]? in
+        let live = try await eventually("the session to have samples") { () -> [String: Any]? in
             let s = try Self.sessions(env).first { $0["id"] as? String == sessionID }
             let samples = (s?["tracks"] as? [[String: Any]] ?? []).map { ($0["samples"] as? Int) ?? 0 }
             return samples.count == 2 && samples.allSatisfy({ $0 >= 30 }) ? s : nil
@@ -93,7 +97,7 @@ struct RemoteControlTests {
         let stop = try recordctl(["stop", sessionID, "--json"], environment: env)
         #expect(stop.status == 0, "\(stop.output)")
         #expect(try stop.json()["action"] as? String == "stop")
-        let completed = try eventually("the recording to complete") {
+        let completed = try await eventually("the recording to complete") {
             try Self.recordings(env).first { $0["session_id"] as? String == sessionID && $0["status"] as? String == "completed" }
         }
         let recordingID = try #require(completed["id"] as? String)
@@ -115,7 +119,7 @@ struct RemoteControlTests {
         let second = try recordctl(["start", "--agent", "cam-1", "--wait", "15", "--json"], environment: env)
         #expect(second.status == 0, "\(second.output)")
         let cancelledSession = try #require(try second.json()["session_id"] as? String)
-        let cancelledLive = try eventually("the second session to write its file") { () -> [String: Any]? in
+        let cancelledLive = try await eventually("the second session to write its file") { () -> [String: Any]? in
             let s = try Self.sessions(env).first { $0["id"] as? String == cancelledSession }
             let samples = (s?["tracks"] as? [[String: Any]] ?? []).map { ($0["samples"] as? Int) ?? 0 }
             return samples.count == 2 && samples.allSatisfy({ $0 >= 10 }) ? s : nil
@@ -125,7 +129,7 @@ struct RemoteControlTests {
         let cancel = try recordctl(["cancel", cancelledSession], environment: env)
         #expect(cancel.status == 0, "\(cancel.output)")
         #expect(cancel.stdout.contains("cancel requested for session \(cancelledSession)"))
-        _ = try eventually("the cancelled session to end") {
+        _ = try await eventually("the cancelled session to end") {
             try Self.sessions(env).contains { $0["id"] as? String == cancelledSession } ? nil : true
         }
         // The server records the session as cancelled and keeps neither the file nor a recording row.
@@ -137,13 +141,13 @@ struct RemoteControlTests {
         // A second completed recording, later than the first, for the filters.
         let third = try recordctl(["start", "--agent", "cam-1", "--label", "take=3", "--wait", "15", "--json"], environment: env)
         let thirdSession = try #require(try third.json()["session_id"] as? String)
-        _ = try eventually("the third session to have samples") { () -> Bool? in
+        _ = try await eventually("the third session to have samples") { () -> Bool? in
             let s = try Self.sessions(env).first { $0["id"] as? String == thirdSession }
             let samples = (s?["tracks"] as? [[String: Any]] ?? []).map { ($0["samples"] as? Int) ?? 0 }
             return samples.count == 2 && samples.allSatisfy({ $0 >= 10 }) ? true : nil
         }
         #expect(try recordctl(["stop", thirdSession], environment: env).status == 0)
-        let later = try eventually("the third recording to complete") {
+        let later = try await eventually("the third recording to complete") {
             try Self.recordings(env).first { $0["session_id"] as? String == thirdSession && $0["status"] as? String == "completed" }
         }
         let laterID = try #require(later["id"] as? String)
@@ -193,6 +197,58 @@ struct RemoteControlTests {
         #expect(noAgent.status == 1, "\(noAgent.output)")
         #expect(noAgent.stderr.contains("cam-9"), "\(noAgent.stderr)")
         await fixture.stop()
+    }
+
+    /// Issue 13, finding 7: a camera that cannot open used to show only in the agent's journal;
+    /// the agent looked healthy and `start --wait` timed out with no reason.
+    @Test(.timeLimit(.minutes(1)))
+    func anAgentThatCannotCaptureTellsStartAndAgentsWhy() async throws {
+        let fixture = try ServerWithAgent()
+        try await fixture.start()
+        let missing = "/dev/video-missing-\(UUID().uuidString.prefix(8))"
+        try await fixture.startAgent(id: "cam-9", sources: ["front=test:320x240@30", "back=v4l2:\(missing)"])
+        defer { Task { await fixture.stop() } }
+        let env = fixture.environment
+        _ = try await eventually("the agent to connect") { () -> Bool? in
+            let list = try recordctl(["agents", "--json"], environment: env).json()["agents"] as? [[String: Any]] ?? []
+            return list.isEmpty ? nil : true
+        }
+        let healthy = try recordctl(["agents"], environment: env)
+        #expect(healthy.stdout.contains("CAPTURE") && healthy.stdout.contains(" ok"), "\(healthy.stdout)")
+
+        // The start fails at once, with the agent's reason, instead of waiting out --wait.
+        let start = try recordctl(["start", "--agent", "cam-9", "--wait", "30"], environment: env)
+        #expect(start.status == 1, "\(start.output)")
+        #expect(start.stderr.contains("cam-9 cannot capture") && start.stderr.contains("back") && start.stderr.contains(missing),
+                "\(start.stderr)")
+        #expect(!start.stderr.contains(".build/"), "no build paths: \(start.stderr)")
+        print("a start the agent cannot capture for, as recordctl prints it: \(start.stderr)")
+
+        // The agent shows the failure, as JSON and in the table, and nothing was opened.
+        let agents = try recordctl(["agents", "--json"], environment: env).json()["agents"] as? [[String: Any]] ?? []
+        let failure = try #require(agents.first?["capture_failure"] as? [String: Any])
+        #expect((failure["message"] as? String)?.contains(missing) == true, "\(failure)")
+        #expect(failure["at"] is String)
+        let table = try recordctl(["agents"], environment: env)
+        #expect(table.stdout.contains("failed") && table.stdout.contains("cam-9: capture failed at") && table.stdout.contains(missing),
+                "\(table.stdout)")
+        #expect(try Self.sessions(env).isEmpty)
+        #expect(try Self.recordings(env).isEmpty)
+        var request = URLRequest(url: try #require(URL(string: fixture.adminURL + "/metrics")))
+        request.setValue("Bearer \(ServerWithAgent.adminToken)", forHTTPHeaderField: "Authorization")
+        let metrics = String(decoding: try await URLSession.shared.data(for: request).0, as: UTF8.self)
+        #expect(metrics.contains("recordserver_capture_failures_total 1"), "\(metrics)")
+
+        // Issue 13, finding 9: RTT was always empty. The server's heartbeats give it within one interval.
+        let rtt = try await eventually("a round-trip time from the heartbeats") { () -> Double? in
+            let list = try recordctl(["agents", "--json"], environment: env).json()["agents"] as? [[String: Any]] ?? []
+            return (list.first?["round_trip_millis"] as? NSNumber)?.doubleValue
+        }
+        #expect(rtt >= 0 && rtt < 5000, "\(rtt) ms on loopback")
+
+        // The agent is still connected and answers the next start the same way (no retry storm, no exit).
+        let again = try recordctl(["start", "--agent", "cam-9", "--json"], environment: env)
+        #expect(again.status == 1 && again.stderr.contains(missing), "\(again.output)")
     }
 
     @Test(.timeLimit(.minutes(1)))

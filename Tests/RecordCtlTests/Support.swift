@@ -6,16 +6,11 @@ import RecordServerCore
 import RecordingTLS
 import Shared
 import Testing
+import TestSupport
 @testable import CaptureAgentCore
 
 /// The recordctl executable built next to the tests (`swift build --build-tests` builds it).
-let recordctlBinary: String? = {
-    let candidates = [
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/recordctl").standardized.path,
-        Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("recordctl").path,
-    ]
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-}()
+let recordctlBinary = BuiltProducts.path("recordctl")
 
 struct CommandResult {
     var status: Int32
@@ -59,16 +54,6 @@ func recordctl(_ arguments: [String], environment: [String: String] = [:]) throw
     var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("RECORDCTL_") }
     env.merge(environment) { $1 }
     return try runProcess(binary, arguments, environment: env)
-}
-
-/// Polls `condition` until it returns a value or `seconds` pass.
-func eventually<T>(_ what: String, seconds: Double = 20, _ condition: () throws -> T?) throws -> T {
-    let deadline = Date().addingTimeInterval(seconds)
-    while true {
-        if let value = try condition() { return value }
-        if Date() > deadline { throw FixtureError("timed out after \(seconds) s waiting for \(what)") }
-        Thread.sleep(forTimeInterval: 0.2)
-    }
 }
 
 struct FixtureError: Error, CustomStringConvertible {
@@ -126,7 +111,7 @@ final class ServerWithAgent: @unchecked Sendable {
     }
 
     /// Starts a capture agent that waits for the server's commands (no self-started session).
-    func startAgent(id: String) async throws {
+    func startAgent(id: String, sources: [String] = ["front=test:320x240@30", "tone=test:audio"]) async throws {
         let cert = try ca.issueAgentCertificate(agentID: id)
         try cert.write(certPath: directory + "/\(id).pem", keyPath: directory + "/\(id)-key.pem")
         let settings = AgentSettings(
@@ -134,7 +119,7 @@ final class ServerWithAgent: @unchecked Sendable {
             tls: try TLSConfigurations.client(caPEMPath: directory + "/ca.pem", certificatePEMPath: directory + "/\(id).pem",
                                               privateKeyPEMPath: directory + "/\(id)-key.pem", serverHostname: "127.0.0.1"),
             tlsHostname: nil, agentID: try Identifier(validating: id),
-            sources: [try SourceSpec.parse("front=test:320x240@30"), try SourceSpec.parse("tone=test:audio")],
+            sources: try sources.map { try SourceSpec.parse($0) },
             video: VideoEncodingSettings(preset: "ultrafast", threads: 1),
             backoff: ReconnectBackoff(initial: 100_000_000, maximum: 1_000_000_000),
             record: false)

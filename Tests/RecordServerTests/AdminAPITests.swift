@@ -279,7 +279,7 @@ struct AdminAPITests {
             let agents = try #require(try result.object()["agents"] as? [[String: Any]])
             #expect(agents.count == 2)
             let first = agents[0]
-            #expect(Set(first.keys) == ["id", "address", "software_version", "connected_at", "last_seen", "session_id",
+            #expect(Set(first.keys) == ["id", "address", "software_version", "connected_at", "last_seen", "session_id", "capture_failure",
                                         "round_trip_millis"])
             #expect(first["id"] as? String == "cam-1")
             #expect(first["session_id"] as? String == "s-1")
@@ -305,7 +305,7 @@ struct AdminAPITests {
             #expect(session["last_ack"] as? Int == 299)
             #expect(parseDate(session["started_at"]) == baseDate)
             let track = try #require((session["tracks"] as? [[String: Any]])?.first)
-            #expect(Set(track.keys) == ["track_id", "label", "kind", "codec", "status", "samples", "bytes", "dropped", "fps",
+            #expect(Set(track.keys) == ["track_id", "label", "kind", "codec", "status", "samples", "bytes", "dropped", "error", "fps",
                                         "bitrate", "lag_seconds"])
             #expect(track["status"] as? String == "active")
             #expect(track["lag_seconds"] as? Double == 0.1)

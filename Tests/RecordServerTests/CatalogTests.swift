@@ -180,6 +180,50 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: path + "-wal"), "WAL mode")
     }
 
+    @Test func aCatalogOfTheFirstSchemaGainsTheDurablePointAndKeepsItsRows() throws {
+        let directory = try makeCatalogTestDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/catalog.sqlite"
+        // What a v1 server left: the first migration only, and a finished session in it.
+        let queue = try DatabaseQueue(path: path)
+        try CatalogSchema.migrator.migrate(queue, upTo: "v1-agents-sessions-recordings-tracks")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO sessions (id, agentID, labels, status, createdAt, directory)
+                VALUES ('old', 'cam', '{}', 'completed', 0, '/x')
+                """)
+        }
+        try queue.close()
+
+        let catalog = try Catalog(path: path)
+        #expect(try catalog.session(id: "old")?.status == .completed)
+        #expect(try catalog.session(id: "old")?.durableSequence == nil, "unknown for sessions a v1 server finished")
+        try catalog.updateSession(id: "old", status: .completed, endedAt: Date(), error: nil, durableSequence: 4_321)
+        #expect(try catalog.session(id: "old")?.durableSequence == 4_321)
+        try catalog.updateSession(id: "old", status: .recovered, endedAt: Date(), error: nil)
+        #expect(try catalog.session(id: "old")?.durableSequence == nil)
+    }
+
+    @Test func recordingIdsOfTheFirstSchemaAreRenamedToTheirFileNumbers() throws {
+        let directory = try makeCatalogTestDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/catalog.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try CatalogSchema.migrator.migrate(queue, upTo: "v2-session-durable-sequence")
+        try queue.write { db in
+            for (id, index) in [("s1-0", 0), ("s1-1", 1), ("s1-11", 11), ("hand-made", 2)] {
+                try db.execute(sql: """
+                    INSERT INTO recordings (id, sessionID, agentID, segmentIndex, path, status, createdAt)
+                    VALUES (?, 's1', 'cam', ?, '/x', 'completed', 0)
+                    """, arguments: [id, index])
+            }
+        }
+        try queue.close()
+        let catalog = try Catalog(path: path)
+        #expect(try catalog.recordings(sessionID: "s1").map(\.id).sorted() == ["hand-made", "s1-0001", "s1-0002", "s1-0012"])
+        #expect(RecordingSession.recordingID("s1", 0) == "s1-0001" && RecordingSession.recordingID("s1", 10_000) == "s1-10001")
+    }
+
     @Test func catalogFromANewerServerIsRefused() throws {
         let directory = try makeCatalogTestDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -1,4 +1,5 @@
 import Foundation
+import Shared
 import Logging
 import NIOCore
 import NIOPosix
@@ -411,6 +412,9 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                     if settings.record || shuttingDown {
                         failure = AgentRuntimeError("cannot start capture: \(error)")
                         finish()
+                    } else {
+                        // The server asked for this session: tell it why there is none.
+                        perform(machine.captureFailed(error, now: clock.now()))
                     }
                     return
                 }

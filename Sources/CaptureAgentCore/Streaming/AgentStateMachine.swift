@@ -259,6 +259,13 @@ public struct AgentStateMachine: Sendable {
             }
             session = nil
             let what = closed.outcome == .finalized ? "finalized through sequence \(closed.durableSequence)" : "cancelled"
+            // A session the server finished without us (it expired while we were away, or our
+            // resume found it finished) may hold less than we sent: say what is not stored.
+            let last = s.buffer.lastSequence
+            if closed.outcome == .finalized, last > closed.durableSequence {
+                return [.log(.error, "session \(s.id) \(what): samples \(closed.durableSequence + 1)...\(last) were not stored"),
+                        .sessionFinished(closed)]
+            }
             return [.log(.info, "session \(s.id) \(what)"), .sessionFinished(closed)]
         case .startSession(let command):
             if let s = session {
@@ -320,6 +327,15 @@ public struct AgentStateMachine: Sendable {
         let video = Set(tracks.filter { $0.kind == .video }.map(\.id))
         session = Session(id: id, labels: labels, tracks: tracks, buffer: ResendBuffer(limits: configuration.bufferLimits, videoTracks: video))
         return attachSession(now: now)
+    }
+
+    /// Capture could not start for the server's StartSession (a source did not open): the
+    /// agent refuses the command with the reason (`captureFailed`, protocol.md §6.16), so the
+    /// operator who asked sees why. Nothing to say without a connection or with a session open.
+    public mutating func captureFailed(_ reason: String, now: Int64) -> [Action] {
+        guard case .established(let reply) = link, session == nil else { return [] }
+        let error = ProtocolError(.captureFailed, scope: .session, reason)
+        return [send(.error(ErrorReport(error, maxBytes: Int(reply.limits.maxStringBytes))), now)]
     }
 
     /// Finish the session once every track has ended and everything is sent.

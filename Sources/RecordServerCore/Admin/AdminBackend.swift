@@ -11,8 +11,11 @@ public struct ConnectedAgentInfo: Codable, Sendable, Equatable {
     public var sessionID: String?
     /// Latest round-trip time from heartbeats, milliseconds.
     public var roundTripMillis: Double?
+    /// The agent's latest refusal of a start because a source cannot capture; cleared when it
+    /// next opens a session.
+    public var captureFailure: CaptureFailureInfo?
     public init(id: String, address: String, softwareVersion: String, connectedAt: Date, lastSeen: Date,
-                sessionID: String? = nil, roundTripMillis: Double? = nil) {
+                sessionID: String? = nil, roundTripMillis: Double? = nil, captureFailure: CaptureFailureInfo? = nil) {
         self.id = id
         self.address = address
         self.softwareVersion = softwareVersion
@@ -20,6 +23,18 @@ public struct ConnectedAgentInfo: Codable, Sendable, Equatable {
         self.lastSeen = lastSeen
         self.sessionID = sessionID
         self.roundTripMillis = roundTripMillis
+        self.captureFailure = captureFailure
+    }
+}
+
+/// What an agent said when it could not capture (protocol.md `captureFailed`).
+public struct CaptureFailureInfo: Codable, Sendable, Equatable {
+    /// The agent's words: the source, its device and the cause.
+    public var message: String
+    public var at: Date
+    public init(message: String, at: Date) {
+        self.message = message
+        self.at = at
     }
 }
 
@@ -38,8 +53,10 @@ public struct LiveTrackInfo: Codable, Sendable, Equatable {
     public var bitrate: Double
     /// How far this track's newest sample is behind the session's newest sample, seconds.
     public var lagSeconds: Double
+    /// Why the track failed (the agent's `TrackEnd` message, or the sample the server refused).
+    public var error: String?
     public init(trackID: Int, label: String, kind: String, codec: String, status: TrackStatus, samples: Int64, bytes: Int64,
-                dropped: Int64, fps: Double, bitrate: Double, lagSeconds: Double) {
+                dropped: Int64, fps: Double, bitrate: Double, lagSeconds: Double, error: String? = nil) {
         self.trackID = trackID
         self.label = label
         self.kind = kind
@@ -51,6 +68,7 @@ public struct LiveTrackInfo: Codable, Sendable, Equatable {
         self.fps = fps
         self.bitrate = bitrate
         self.lagSeconds = lagSeconds
+        self.error = error
     }
 }
 

@@ -107,8 +107,10 @@ struct AgentJSON: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case id, address, softwareVersion = "software_version", connectedAt = "connected_at", lastSeen = "last_seen"
-        case sessionID = "session_id", roundTripMillis = "round_trip_millis"
+        case sessionID = "session_id", roundTripMillis = "round_trip_millis", captureFailure = "capture_failure"
     }
+
+    enum FailureKeys: String, CodingKey { case message, at }
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -119,6 +121,13 @@ struct AgentJSON: Encodable {
         try c.encode(info.lastSeen, forKey: .lastSeen)
         try c.encode(info.sessionID, forKey: .sessionID)
         try c.encode(info.roundTripMillis, forKey: .roundTripMillis)
+        if let failure = info.captureFailure {
+            var f = c.nestedContainer(keyedBy: FailureKeys.self, forKey: .captureFailure)
+            try f.encode(failure.message, forKey: .message)
+            try f.encode(failure.at, forKey: .at)
+        } else {
+            try c.encodeNil(forKey: .captureFailure)
+        }
     }
 }
 
@@ -127,7 +136,7 @@ struct LiveTrackJSON: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case trackID = "track_id", label, kind, codec, status, samples, bytes, dropped, fps, bitrate
-        case lagSeconds = "lag_seconds"
+        case lagSeconds = "lag_seconds", error
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -143,6 +152,7 @@ struct LiveTrackJSON: Encodable {
         try c.encode(info.fps, forKey: .fps)
         try c.encode(info.bitrate, forKey: .bitrate)
         try c.encode(info.lagSeconds, forKey: .lagSeconds)
+        try c.encode(info.error, forKey: .error)
     }
 }
 

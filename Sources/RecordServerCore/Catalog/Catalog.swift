@@ -133,11 +133,14 @@ public final class Catalog: RecordingCatalog, Sendable {
         }
     }
 
-    /// Sets a session's status, end time and error. - Throws: `.notFound` for an unknown id.
-    public func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?) throws(CatalogError) {
+    /// Sets a session's status, end time, error and durable point. - Throws: `.notFound` for an unknown id.
+    public func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?,
+                              durableSequence: UInt64?) throws(CatalogError) {
+        // SQLite integers are signed 64-bit; sequence numbers stay far below 2^63.
+        let durable = durableSequence.map { Int64(clamping: $0) }
         try write("update session \(id)") { db in
-            try db.execute(sql: "UPDATE sessions SET status = ?, endedAt = ?, error = ? WHERE id = ?",
-                           arguments: [status.rawValue, endedAt.map(Self.seconds), error, id])
+            try db.execute(sql: "UPDATE sessions SET status = ?, endedAt = ?, error = ?, durableSequence = ? WHERE id = ?",
+                           arguments: [status.rawValue, endedAt.map(Self.seconds), error, durable, id])
             guard db.changesCount > 0 else { throw CatalogError(.notFound, "no session \(id) to update") }
         }
     }
@@ -149,6 +152,18 @@ public final class Catalog: RecordingCatalog, Sendable {
             try db.execute(sql: "DELETE FROM tracks WHERE sessionID = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM recordings WHERE sessionID = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM sessions WHERE id = ?", arguments: [id])
+        }
+    }
+
+    public func finishedSessionsWithStaleRows() throws(CatalogError) -> [SessionRecord] {
+        try read("list finished sessions with stale rows") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM sessions s WHERE s.status NOT IN (?, ?) AND (
+                    EXISTS (SELECT 1 FROM recordings r WHERE r.sessionID = s.id AND r.status = ?)
+                    OR EXISTS (SELECT 1 FROM tracks t WHERE t.sessionID = s.id AND t.status = ?))
+                ORDER BY createdAt, id
+                """, arguments: [RecordingStatus.recording.rawValue, RecordingStatus.cancelled.rawValue,
+                                 RecordingStatus.recording.rawValue, TrackStatus.active.rawValue]).map(Self.sessionRecord)
         }
     }
 
@@ -331,8 +346,10 @@ public final class Catalog: RecordingCatalog, Sendable {
             throw CatalogError(.corruptRow, "session \(id) has labels that are not a JSON object of strings", underlying: "\(error)")
         }
         let endedAt: Double? = row["endedAt"]
+        let durable: Int64? = row["durableSequence"]
         return SessionRecord(id: id, agentID: row["agentID"], labels: labels, status: status, createdAt: date(row["createdAt"]),
-                             endedAt: endedAt.map(date), error: row["error"], directory: row["directory"])
+                             endedAt: endedAt.map(date), error: row["error"], directory: row["directory"],
+                             durableSequence: durable.flatMap { $0 >= 0 ? UInt64($0) : nil })
     }
 
     private static func recordingRecord(_ row: Row) throws -> RecordingRecord {

@@ -46,8 +46,12 @@ public struct SessionRecord: Codable, Sendable, Equatable {
     public var error: String?
     /// The session's storage directory (derived from validated ids only).
     public var directory: String
+    /// The last sequence number stored, once the session finished and said so to its agent
+    /// in `SessionClosed`: a resume that finds the session finished gets the same answer.
+    /// Nil while it records, and for sessions finished by recovery or cancelled.
+    public var durableSequence: UInt64?
     public init(id: String, agentID: String, labels: [String: String], status: RecordingStatus, createdAt: Date,
-                endedAt: Date? = nil, error: String? = nil, directory: String) {
+                endedAt: Date? = nil, error: String? = nil, directory: String, durableSequence: UInt64? = nil) {
         self.id = id
         self.agentID = agentID
         self.labels = labels
@@ -56,6 +60,7 @@ public struct SessionRecord: Codable, Sendable, Equatable {
         self.endedAt = endedAt
         self.error = error
         self.directory = directory
+        self.durableSequence = durableSequence
     }
 }
 
@@ -150,9 +155,13 @@ public protocol RecordingCatalog: Sendable {
 
     func insertSession(_ session: SessionRecord) throws
     func session(id: String) throws -> SessionRecord?
-    func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?) throws
+    /// Sets how the session ended; `durableSequence` as in ``SessionRecord/durableSequence``.
+    func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?, durableSequence: UInt64?) throws
     /// Sessions still marked `recording` (unfinished after a crash).
     func unfinishedSessions() throws -> [SessionRecord]
+    /// Finished sessions whose rows contradict their end: a file still `recording` or a track
+    /// still `active` (a catalog write failed before the server stopped).
+    func finishedSessionsWithStaleRows() throws -> [SessionRecord]
     /// Removes the session, its tracks and its recordings (the caller deletes the files first).
     func deleteSession(id: String) throws
 
@@ -165,4 +174,11 @@ public protocol RecordingCatalog: Sendable {
 
     func upsertTrack(_ track: TrackRecord) throws
     func tracks(sessionID: String) throws -> [TrackRecord]
+}
+
+extension RecordingCatalog {
+    /// Ends a session whose durable point is not known (recovered or cancelled).
+    public func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?) throws {
+        try updateSession(id: id, status: status, endedAt: endedAt, error: error, durableSequence: nil)
+    }
 }

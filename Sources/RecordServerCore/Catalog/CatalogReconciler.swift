@@ -15,10 +15,15 @@ struct CatalogReconciler {
     let logger: Logger
     let metrics: IngestMetrics
 
-    func reconcile(sessionID: String) {
+    /// Returns whether every read and write succeeded.
+    @discardableResult
+    func reconcile(sessionID: String) -> Bool {
+        var clean = true
         guard let recordings = read("recordings of \(sessionID)", { try catalog.recordings(sessionID: sessionID) })
-        else { return }
+        else { return false }
         var samples: [String: Int64] = [:], bytes: [String: Int64] = [:]
+        // Whether every file was read: only then do tracks that no file holds count 0 samples.
+        var readAll = true
         for var recording in recordings where recording.status != .recording && FileManager.default.fileExists(atPath: recording.path) {
             let inspection: MP4Inspection
             do {
@@ -26,25 +31,27 @@ struct CatalogReconciler {
             } catch {
                 logger.warning("cannot read a finished recording back for the catalog", metadata: [
                     "session": "\(sessionID)", "file": "\(recording.path)", "error": "\(error.message)"])
+                readAll = false
                 continue
             }
             recording.sizeBytes = Int64(inspection.fileSize)
             if inspection.durationSeconds > 0 { recording.durationSeconds = inspection.durationSeconds }
-            write("recording \(recording.id)") { try catalog.upsertRecording(recording) }
+            if !write("recording \(recording.id)", { try catalog.upsertRecording(recording) }) { clean = false }
             for track in inspection.tracks {
                 samples[track.label, default: 0] += Int64(track.sampleCount)
                 bytes[track.label, default: 0] += Int64(track.payloadBytes)
             }
         }
-        guard let tracks = read("tracks of \(sessionID)", { try catalog.tracks(sessionID: sessionID) }) else { return }
+        guard let tracks = read("tracks of \(sessionID)", { try catalog.tracks(sessionID: sessionID) }) else { return false }
         for var track in tracks {
-            if let count = samples[track.label] {
+            if let count = samples[track.label] ?? (readAll ? 0 : nil) {
                 track.samples = count
-                track.bytes = bytes[track.label] ?? track.bytes
+                track.bytes = bytes[track.label] ?? 0
             }
             if track.status == .active { track.status = .ended }
-            write("track \(track.label) of \(sessionID)") { try catalog.upsertTrack(track) }
+            if !write("track \(track.label) of \(sessionID)", { try catalog.upsertTrack(track) }) { clean = false }
         }
+        return clean
     }
 
     private func read<T>(_ what: String, _ body: () throws -> T) -> T? {
@@ -55,7 +62,7 @@ struct CatalogReconciler {
         }
     }
 
-    private func write(_ what: String, _ body: () throws -> Void) {
+    private func write(_ what: String, _ body: () throws -> Void) -> Bool {
         CatalogWrites.attempt(what, logger: logger, metrics: metrics, body)
     }
 }
@@ -65,11 +72,17 @@ struct CatalogReconciler {
 /// silent either: logged with what was being written, and counted in
 /// `recordserver_catalog_write_failures_total`.
 enum CatalogWrites {
-    static func attempt(_ what: String, logger: Logger, metrics: IngestMetrics, _ body: () throws -> Void) {
-        do { try body() } catch {
-            logger.error("catalog write failed; the catalog is reconciled from the files when the session ends and at start-up",
+    /// Returns whether the write succeeded.
+    @discardableResult
+    static func attempt(_ what: String, logger: Logger, metrics: IngestMetrics, _ body: () throws -> Void) -> Bool {
+        do {
+            try body()
+            return true
+        } catch {
+            logger.error("catalog write failed; it is written again once the session has finished, and reconciled at start-up",
                          metadata: ["what": "\(what)", "error": "\(error)"])
             metrics.catalogWriteFailed()
+            return false
         }
     }
 }

@@ -74,6 +74,18 @@ enum CatalogSchema {
                 );
                 """)
         }
+        // What a finished session told its agent in SessionClosed, so that a resume arriving
+        // after the answer was lost (a server killed right after finalizing) gets it again.
+        migrator.registerMigration("v2-session-durable-sequence") { db in
+            try db.execute(sql: "ALTER TABLE sessions ADD COLUMN durableSequence INTEGER")
+        }
+        // Recording ids number files as their names do, from 0001 (they counted from 0).
+        migrator.registerMigration("v3-recording-ids-as-file-numbers") { db in
+            try db.execute(sql: """
+                UPDATE recordings SET id = sessionID || '-' || printf('%04d', segmentIndex + 1)
+                WHERE id = sessionID || '-' || segmentIndex
+                """)
+        }
         return migrator
     }
 }

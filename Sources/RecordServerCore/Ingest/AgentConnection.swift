@@ -122,16 +122,26 @@ struct AgentConnection {
 
         case .sessionResume(let resume):
             guard case .resumeRequested = action else { return }
+            let outcome: SessionRegistry.ResumeOutcome
             do {
-                let (session, point) = try await registry.resumeSession(resume.sessionID, agentID: state.agentID ?? "", connection: connection)
+                outcome = try await registry.resumeSession(resume.sessionID, agentID: state.agentID ?? "", connection: connection)
+            } catch {
+                state.validator.resumeRejected()
+                throw error
+            }
+            switch outcome {
+            case .resumed(let session, let point):
                 state.validator.resumeAccepted(point)
                 state.session = session
                 await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: resume.sessionID.value)
                 try await outbound.write(.sessionAccepted(SessionAccepted(sessionID: resume.sessionID, acknowledged: point.acknowledged)))
                 startBatchingReads()
-            } catch {
+            case .alreadyClosed(let closed):
+                // It finished before the agent heard so (its SessionClosed was lost): say it again.
                 state.validator.resumeRejected()
-                throw error
+                logger.notice("resume of a finished session; repeating its SessionClosed", metadata: [
+                    "session": "\(closed.sessionID)", "outcome": "\(closed.outcome)", "durable": "\(closed.durableSequence)"])
+                try await outbound.write(.sessionClosed(closed))
             }
 
         case .sample(let sample):
@@ -187,10 +197,14 @@ struct AgentConnection {
         case .error(let report):
             logger.warning("agent reported an error", metadata: ["code": "\(report.code)", "scope": "\(report.scope)", "message": "\(report.message)"])
             if report.scope == .connection { throw Outcome.closeConnection }
+            // A refused StartSession (protocol.md §6.16) answers the operator who asked for it.
+            if report.code.refusesCommandOnly {
+                await registry.startRefused(by: state.agentID ?? "", connection: connection, report: report)
+            }
             // The agent ends its session (protocol.md §6.5): finalized with what is durable.
-            // Except its refusal of a StartSession while it records (`sessionAlreadyOpen`),
-            // which is about the command, not the session that goes on.
-            if report.code != .sessionAlreadyOpen, let session = state.session {
+            // Except its refusal of a StartSession, which is about the command, not the
+            // session that goes on.
+            if !report.code.refusesCommandOnly, let session = state.session {
                 state.session = nil
                 await registry.sessionEnded(session)
                 try await endSession(session, after: ProtocolError(report.code, scope: .session, "the agent reported: \(report.message)"),

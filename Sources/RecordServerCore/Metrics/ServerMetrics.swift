@@ -62,6 +62,8 @@ public final class ServerMetrics: IngestMetrics, Sendable {
     public let queueBytes: Metrics.Meter
     /// `recordserver_catalog_write_failures_total`: catalog writes that failed (see CatalogWrites).
     public let catalogWriteFailures: Metrics.Counter
+    /// `recordserver_capture_failures_total`: starts refused by an agent whose source cannot capture.
+    public let captureFailures: Metrics.Counter
 
     // Labelled families. The label values that can occur are known up front (kinds, outcomes,
     // protocol codes), so their handles are made once here and looked up without locking.
@@ -98,6 +100,7 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         public static let fsyncSeconds = "recordserver_fsync_seconds"
         public static let queueBytes = "recordserver_queue_bytes"
         public static let catalogWriteFailures = "recordserver_catalog_write_failures_total"
+        public static let captureFailures = "recordserver_capture_failures_total"
     }
 
     /// Buckets for the storage latency histograms: a page-cache write takes well under a
@@ -146,6 +149,8 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         queueBytes = gauge(Name.queueBytes, "Media bytes received but not yet durable.")
         catalogWriteFailures = counter(Name.catalogWriteFailures,
                                        "Catalog writes that failed (logged; the rows are reconciled from the files).")
+        captureFailures = counter(Name.captureFailures,
+                                  "Starts an agent refused because a camera or microphone could not capture (captureFailed).")
 
         var bytes: [String: Metrics.Counter] = [:]
         var samples: [String: Metrics.Counter] = [:]
@@ -216,6 +221,10 @@ public final class ServerMetrics: IngestMetrics, Sendable {
 
     public func catalogWriteFailed() {
         catalogWriteFailures.increment()
+    }
+
+    public func captureFailed() {
+        captureFailures.increment()
     }
 
     public func queueBytesChanged(by delta: Int) {

@@ -20,6 +20,8 @@ public protocol IngestMetrics: Sendable {
     func queueBytesChanged(by delta: Int)
     /// A catalog write (or read) failed; it was logged and is reconciled from the files.
     func catalogWriteFailed()
+    /// An agent refused a start because a source cannot capture (`captureFailed`).
+    func captureFailed()
 }
 
 public struct NoMetrics: IngestMetrics {
@@ -37,4 +39,5 @@ public struct NoMetrics: IngestMetrics {
     public func error(code: ProtocolError.Code) {}
     public func queueBytesChanged(by delta: Int) {}
     public func catalogWriteFailed() {}
+    public func captureFailed() {}
 }

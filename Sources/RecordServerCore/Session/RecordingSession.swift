@@ -29,6 +29,14 @@ actor RecordingSession {
     private var tracks: [UInt8: TrackStatistics]
     /// Set when the session finished and its files are not yet read back (``reconcileCatalog()``).
     private var reconcilePending = false
+    /// A catalog write for this session failed (a full disk, a busy database). The recording
+    /// went on regardless; once the session has finished, ``repairCatalog()`` writes what its
+    /// rows should say again, and the registry retries that on every sweep until it succeeds.
+    private(set) var owesCatalog = false
+    /// The session ended with nothing recorded and was removed, rows included.
+    private var discarded = false
+    /// Why the session ended, as its catalog row says.
+    private var endReason: String?
     private(set) var phase: Phase
     private(set) var acknowledged: UInt64
     private(set) var highestReceived: UInt64
@@ -237,10 +245,8 @@ actor RecordingSession {
         do { try FileManager.default.removeItem(atPath: directory) } catch {
             logger.warning("could not remove the empty session's directory", metadata: ["directory": "\(directory)", "error": "\(error)"])
         }
-        do { try catalog.deleteSession(id: id.value) } catch {
-            // The row stays `recording` and is finalized (as empty) by recovery after a restart.
-            logger.error("could not delete the empty session's catalog row", metadata: ["error": "\(error)"])
-        }
+        discarded = true
+        catalogWrite("delete the empty session's rows") { try catalog.deleteSession(id: id.value) }
         phase = .finished(.cancelled)
         metrics.sessionEnded(outcome: .cancelled)
         reportQueue()
@@ -250,13 +256,17 @@ actor RecordingSession {
     /// Discard everything recorded.
     func cancel(reason: String) {
         guard !isFinished else { return }
+        let files = segmentFiles
         muxer.cancel()
-        for k in recordedSegments {
+        for k in files {
             catalogWrite("delete recording \(k)") { try catalog.deleteRecording(id: Self.recordingID(id, k)) }
         }
         try? FileManager.default.removeItem(atPath: directory)
         phase = .finished(.cancelled)
-        catalogWrite("session status") { try catalog.updateSession(id: id.value, status: .cancelled, endedAt: Date(), error: reason.isEmpty ? nil : reason) }
+        endReason = reason.isEmpty ? nil : reason
+        catalogWrite("session status") {
+            try catalog.updateSession(id: id.value, status: .cancelled, endedAt: Date(), error: endReason, durableSequence: 0)
+        }
         metrics.sessionEnded(outcome: .cancelled)
         reportQueue()
         logger.notice("session cancelled; recording discarded", metadata: ["reason": "\(reason)"])
@@ -307,7 +317,8 @@ actor RecordingSession {
             let rates = t.rates
             return LiveTrackInfo(trackID: Int(t.trackID), label: t.label, kind: t.kind, codec: t.codec, status: t.status,
                                  samples: t.samples, bytes: t.bytes, dropped: t.dropped + t.rejected, fps: rates.fps,
-                                 bitrate: rates.bitrate, lagSeconds: t.lastPTS.map { Double(newest - $0) / 1e9 } ?? 0)
+                                 bitrate: rates.bitrate, lagSeconds: t.lastPTS.map { Double(newest - $0) / 1e9 } ?? 0,
+                                 error: t.lastError)
         }
         return LiveSessionInfo(id: id.value, agentID: agentID, labels: Dictionary(open.labels.map { ($0.key.value, $0.value) }, uniquingKeysWith: { a, _ in a }),
                                state: state, startedAt: startedAt, path: muxer.configuration.path(forSegment: 0),
@@ -316,7 +327,12 @@ actor RecordingSession {
 
     // MARK: Internals
 
-    static func recordingID(_ session: SessionID, _ segment: Int) -> String { "\(session.value)-\(segment)" }
+    /// `<session>-0001` for the first file, as its name numbers it (`recording-0001.mp4` when
+    /// segmented; issue 13, finding 5: ids used to count from 0 while file names count from 1).
+    static func recordingID(_ session: SessionID, _ segment: Int) -> String {
+        let number = String(segment + 1)
+        return "\(session.value)-" + String(repeating: "0", count: max(0, 4 - number.count)) + number
+    }
 
     private func process(_ events: [MuxerEvent]) throws(ProtocolError) -> UInt64? {
         var advanced: UInt64?
@@ -401,16 +417,28 @@ actor RecordingSession {
         } else {
             // The muxer stopped on an I/O error: the file is fragmented but every durable
             // fragment is intact. Try to finalize it now; if that fails too, recovery can later.
-            for k in recordedSegments.sorted() {
+            let files = segmentFiles
+            for k in files {
                 let path = muxer.configuration.path(forSegment: k)
-                if let report = try? MP4Recovery.recover(path: path) {
-                    recordSegmentFile(k, path: path, status: status, size: Int64(report.fileSize), error: reason)
-                } else {
-                    recordSegmentFile(k, path: path, status: status, size: nil, error: reason + " (file left fragmented; run recordctl recover)")
+                // A segment that closed while the session went on is complete whatever happened later.
+                let last = k == files.last
+                let fileStatus = last ? status : .completed
+                do {
+                    let report = try MP4Recovery.recover(path: path)
+                    recordSegmentFile(k, path: path, status: fileStatus, size: Int64(report.fileSize), error: last ? reason : nil)
+                } catch where error.code == .noCompleteFragment {
+                    // Nothing of it ever became durable: no media, nothing acknowledged. It goes.
+                    RandomAccessFile.remove(path)
+                    catalogWrite("delete empty recording \(k)") { try catalog.deleteRecording(id: Self.recordingID(id, k)) }
+                } catch {
+                    recordSegmentFile(k, path: path, status: fileStatus, size: nil, error: reason + " (file left fragmented; run recordctl recover)")
                 }
             }
             phase = .finished(status)
-            catalogWrite("session status") { try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason) }
+            endReason = reason
+            catalogWrite("session status") {
+                try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason, durableSequence: acknowledged)
+            }
             persistTracks()
             reconcilePending = true
             metrics.sessionEnded(outcome: status)
@@ -426,7 +454,10 @@ actor RecordingSession {
             acknowledged = max(acknowledged, min(muxer.durableThroughSequence, refusedSequence.map { $0 - 1 } ?? .max))
             for segment in summary.segments { recordSegment(segment, status: status) }
             phase = .finished(status)
-            catalogWrite("session status") { try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason) }
+            endReason = reason
+            catalogWrite("session status") {
+                try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason, durableSequence: acknowledged)
+            }
             persistTracks()
             reconcilePending = true
             metrics.sessionEnded(outcome: status)
@@ -479,11 +510,68 @@ actor RecordingSession {
     func reconcileCatalog() {
         guard reconcilePending else { return }
         reconcilePending = false
-        CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value)
+        if !CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value) { owesCatalog = true }
+    }
+
+    /// Writes everything the catalog should hold about this finished session again (its row,
+    /// one row per file, its tracks) and reads its files back, after an earlier catalog write
+    /// failed. Returns whether the catalog is right now; false means "try again later".
+    func repairCatalog() -> Bool {
+        guard owesCatalog else { return true }
+        guard case .finished(let status) = phase else { return false }  // live: it writes as it goes
+        owesCatalog = false
+        if discarded {
+            catalogWrite("delete the empty session's rows") { try catalog.deleteSession(id: id.value) }
+            return !owesCatalog
+        }
+        let labels = Dictionary(open.labels.map { ($0.key.value, $0.value) }, uniquingKeysWith: { a, _ in a })
+        catalogWrite("session \(id)") {
+            if try catalog.session(id: id.value) == nil {
+                try catalog.insertSession(SessionRecord(id: id.value, agentID: agentID, labels: labels, status: status,
+                                                        createdAt: startedAt, directory: directory))
+            }
+            try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: endReason,
+                                      durableSequence: status == .cancelled ? 0 : acknowledged)
+        }
+        let files = Set(segmentFiles).union(recordedSegments).sorted()
+        let last = files.last
+        for k in files {
+            let path = muxer.configuration.path(forSegment: k)
+            guard status != .cancelled, FileManager.default.fileExists(atPath: path) else {
+                catalogWrite("delete recording \(k)") { try catalog.deleteRecording(id: Self.recordingID(id, k)) }
+                continue
+            }
+            // A segment that closed while the session went on is complete whatever happened later.
+            recordSegmentFile(k, path: path, status: k == last ? status : .completed, size: nil, error: k == last ? endReason : nil)
+        }
+        guard status != .cancelled else { return !owesCatalog }
+        persistTracks()
+        if !CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value) { owesCatalog = true }
+        if !owesCatalog { logger.notice("the session's catalog rows are written again after an earlier failure") }
+        return !owesCatalog
     }
 
     private func catalogWrite(_ what: String, _ body: () throws -> Void) {
-        CatalogWrites.attempt(what, logger: logger, metrics: metrics, body)
+        if !CatalogWrites.attempt(what, logger: logger, metrics: metrics, body) { owesCatalog = true }
+    }
+
+    /// Indexes of the session's files on disk: those this process saw become durable, those
+    /// a resume took over (``adoptFiles(through:)``), and one created whose first fragment
+    /// never became durable (a full disk).
+    private var segmentFiles: [Int] {
+        var all = recordedSegments
+        // Unsegmented, every index names the one file; segmented, a new file is at most one past the last.
+        let highest = muxer.configuration.isSegmented ? (all.max() ?? -1) + 1 : 0
+        for k in 0 ... highest where RandomAccessFile.exists(muxer.configuration.path(forSegment: k)) { all.insert(k) }
+        return all.sorted()
+    }
+
+    /// After a server restart the session goes on in the files of the earlier process: they
+    /// are its files too (a cancel deletes them, a failure finalizes them), and the current
+    /// one has its catalog row even if the earlier process died before writing it.
+    func adoptFiles(through index: Int) {
+        recordedSegments.formUnion(0 ... index)
+        recordSegmentStarted(index)
     }
 }
 

@@ -27,27 +27,38 @@ extension SessionRegistry: AdminBackend {
         let path = recordings.last { $0.status == .recording }?.path ?? recordings.last?.path ?? record.directory
         let tracks = ((try? catalog.tracks(sessionID: record.id)) ?? []).map { t in
             LiveTrackInfo(trackID: t.trackID, label: t.label, kind: t.kind, codec: t.codec, status: t.status, samples: t.samples,
-                          bytes: t.bytes, dropped: t.dropped, fps: 0, bitrate: 0, lagSeconds: 0)
+                          bytes: t.bytes, dropped: t.dropped, fps: 0, bitrate: 0, lagSeconds: 0, error: t.error)
         }
         return LiveSessionInfo(id: record.id, agentID: record.agentID, labels: record.labels, state: "suspended",
                                startedAt: record.createdAt, path: path, lastAck: 0, tracks: tracks)
     }
 
+    /// Sends a StartSession and returns the new session's id, or nil when the agent has not
+    /// opened it within ``startWait``. An agent that refuses (a camera that does not open)
+    /// is a `conflict` that names its reason.
     public func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
-        guard let link = agentLink(agentID) else { throw AdminError(.notFound, "agent \(agentID) is not connected") }
         var wireLabels: [Label] = []
         for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
             guard let k = try? Identifier(validating: key) else { throw AdminError(.badRequest, "label key \"\(key)\" is not a valid identifier") }
             wireLabels.append(Label(k, value))
         }
         // A start is idempotent: an agent that records already is left alone (issue 13, finding 3:
-        // the command used to reach it and disturb the running session).
+        // the command used to reach it and disturb the running session). That includes a session
+        // waiting for its agent to come back (after a server restart or a network cut).
         if let running = await runningSessionID(of: agentID) {
             throw AdminError(.conflict, "agent \(agentID) is already recording session \(running); stop it first (recordctl stop \(running))",
                              sessionID: running)
         }
+        guard let link = agentLink(agentID) else { throw AdminError(.notFound, "agent \(agentID) is not connected") }
         let command = Message.startSession(StartSession(labels: wireLabels))
-        return await awaitingNextSession(of: agentID) { await link.send(command) }
+        switch await awaitingNextSession(of: agentID, send: { await link.send(command) }) {
+        case .opened(let id): return id
+        case .noAnswer: return nil
+        case .refused(let report) where report.code == .captureFailed:
+            throw AdminError(.conflict, "agent \(agentID) cannot capture: \(report.message)")
+        case .refused(let report):
+            throw AdminError(.conflict, "agent \(agentID) refused the start: \(report.message) (\(report.code))")
+        }
     }
 
     public func stopSession(id: String) async throws(AdminError) {

@@ -12,7 +12,7 @@ public actor SessionRegistry {
     /// A connected agent and how to send it commands.
     struct AgentLink: Sendable {
         let connection: UInt64
-        let info: ConnectedAgentInfo
+        var info: ConnectedAgentInfo
         let send: @Sendable (Message) async -> Void
     }
 
@@ -37,10 +37,16 @@ public actor SessionRegistry {
     private let clock = ContinuousClock()
     private var sessions: [SessionID: RecordingSession] = [:]
     private var dormant: [SessionID: DormantSession] = [:]
+    /// Finished sessions to ask, at the next sweep, whether their catalog rows still need
+    /// writing (``RecordingSession/repairCatalog()``); kept until they do not.
+    private var owingCatalog: [RecordingSession] = []
+    /// Sessions finished by recovery whose catalog rows could not all be written; recovery
+    /// (idempotent) runs again at the next sweep.
+    private var dormantOwingCatalog: [String: SessionRecord] = [:]
     private var agents: [String: AgentLink] = [:]
     private var nextConnection: UInt64 = 1
     /// Admin starts waiting for their agent to open the session (keyed by a token per wait).
-    private var startWaiters: [UInt64: (agentID: String, continuation: CheckedContinuation<String?, Never>)] = [:]
+    private var startWaiters: [UInt64: (agentID: String, continuation: CheckedContinuation<StartOutcome, Never>)] = [:]
     private var nextWaiter: UInt64 = 0
     /// How long an admin start waits for the agent's SessionOpen before answering without an id.
     static let startWait = Duration.seconds(10)
@@ -79,13 +85,18 @@ public actor SessionRegistry {
     }
 
     func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, sessionID: String?) {
-        guard var link = agents[agentID], link.connection == connection else { return }
-        var info = link.info
-        info.lastSeen = Date()
-        if let roundTripMillis { info.roundTripMillis = roundTripMillis }
-        info.sessionID = sessionID
-        link = AgentLink(connection: link.connection, info: info, send: link.send)
-        agents[agentID] = link
+        updateAgent(agentID, connection: connection) { info in
+            info.lastSeen = Date()
+            if let roundTripMillis { info.roundTripMillis = roundTripMillis }
+            info.sessionID = sessionID
+        }
+    }
+
+    /// Changes what the admin API shows of a connected agent, in place; `connection` (when
+    /// given) must still be the agent's current one.
+    private func updateAgent(_ agentID: String, connection: UInt64? = nil, _ change: (inout ConnectedAgentInfo) -> Void) {
+        guard let current = agents[agentID], connection == nil || current.connection == connection else { return }
+        change(&agents[agentID]!.info)
     }
 
     // MARK: Sessions
@@ -135,20 +146,39 @@ public actor SessionRegistry {
                                        muxer: muxer, acknowledged: 0, connection: connection, catalog: catalog, settings: settings,
                                        metrics: metrics, logger: logger)
         sessions[open.sessionID] = session
-        for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: open.sessionID.value) }
+        for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: .opened(open.sessionID.value)) }
+        updateAgent(agentID) { $0.captureFailure = nil }
         metrics.sessionStarted()
         logger.info("session opened", metadata: ["session": "\(open.sessionID)", "agent": "\(agentID)", "tracks": "\(open.tracks.map(\.label))",
                                                   "directory": "\(location.directory)"])
         return session
     }
 
-    /// Re-attaches a live or dormant (found after a crash) session to a new connection.
-    func resumeSession(_ id: SessionID, agentID: String, connection: UInt64) async throws(ProtocolError) -> (RecordingSession, SessionValidator.ResumePoint) {
+    /// What a `SessionResume` gets.
+    enum ResumeOutcome: Sendable {
+        /// The session goes on from this point.
+        case resumed(RecordingSession, SessionValidator.ResumePoint)
+        /// The session had finished and told its agent so, but the agent never got the
+        /// answer (protocol.md §6.7): it gets the same `SessionClosed` again.
+        case alreadyClosed(SessionClosed)
+    }
+
+    /// Re-attaches a live or dormant (found after a crash) session to a new connection, or
+    /// repeats the `SessionClosed` of one that finished meanwhile.
+    func resumeSession(_ id: SessionID, agentID: String, connection: UInt64) async throws(ProtocolError) -> ResumeOutcome {
         if let session = sessions[id] {
             guard session.agentID == agentID else { throw ProtocolError(.unknownSession, "no session \(id) for agent \(agentID)") }
-            return (session, try await session.attach(connection: connection))
+            do {
+                return .resumed(session, try await session.attach(connection: connection))
+            } catch where error.code == .unknownSession {
+                // It finished a moment ago (the sweep expired it, not yet removed from `sessions`):
+                // the same answer as once it is gone.
+                if let closed = finishedSessionAnswer(id, agentID: agentID) { return .alreadyClosed(closed) }
+                throw error
+            }
         }
         guard let sleeping = dormant[id], sleeping.record.agentID == agentID else {
+            if let closed = finishedSessionAnswer(id, agentID: agentID) { return .alreadyClosed(closed) }
             throw ProtocolError(.unknownSession, "no session \(id) to resume (never existed, finished, or expired)")
         }
         let open: SessionOpen
@@ -173,10 +203,23 @@ public actor SessionRegistry {
                                        startedAt: sleeping.record.createdAt, muxer: muxer, acknowledged: report.durableThroughSequence,
                                        connection: connection, catalog: catalog, settings: settings, metrics: metrics, logger: logger)
         sessions[id] = session
+        await session.adoptFiles(through: report.segmentIndex)
         logger.notice("session resumed after a server restart", metadata: [
             "session": "\(id)", "file": "\(report.path)", "samples_in_file": "\(report.samplesInFile)",
             "acknowledged": "\(report.durableThroughSequence)", "torn_bytes_discarded": "\(report.bytesDiscarded)"])
-        return (session, await session.resumePoint)
+        return .resumed(session, await session.resumePoint)
+    }
+
+    /// The `SessionClosed` a finished session of `agentID` sent (or would have sent) to its
+    /// agent, from the catalog; nil when the catalog does not know its durable point.
+    private func finishedSessionAnswer(_ id: SessionID, agentID: String) -> SessionClosed? {
+        // A catalog that cannot be read leaves the earlier answer, unknownSession: the files
+        // hold what they hold either way; only the agent's account of it is less exact.
+        guard let record = try? catalog.session(id: id.value), record.agentID == agentID, record.status != .recording,
+              let durable = record.durableSequence else { return nil }
+        return record.status == .cancelled
+            ? SessionClosed(sessionID: id, outcome: .cancelled, durableSequence: 0)
+            : SessionClosed(sessionID: id, outcome: .finalized, durableSequence: durable)
     }
 
     /// The session `agentID` records now (live or waiting for a resume), if any.
@@ -187,9 +230,19 @@ public actor SessionRegistry {
         return dormant.values.first { $0.record.agentID == agentID }?.record.id
     }
 
-    /// Runs `send` (a StartSession to `agentID`) and returns the id of the next session that
-    /// agent opens, or nil after ``startWait``.
-    func awaitingNextSession(of agentID: String, send: @escaping @Sendable () async -> Void) async -> String? {
+    /// What became of a StartSession sent for an operator.
+    enum StartOutcome: Sendable, Equatable {
+        /// The agent opened this session.
+        case opened(String)
+        /// The agent answered with an `Error` (protocol.md §6.16), for example `captureFailed`.
+        case refused(ErrorReport)
+        /// Neither within ``startWait``.
+        case noAnswer
+    }
+
+    /// Runs `send` (a StartSession to `agentID`) and returns what the agent made of it: the
+    /// next session it opens, its refusal, or no answer after ``startWait``.
+    func awaitingNextSession(of agentID: String, send: @escaping @Sendable () async -> Void) async -> StartOutcome {
         nextWaiter += 1
         let token = nextWaiter
         return await withCheckedContinuation { continuation in
@@ -197,17 +250,28 @@ public actor SessionRegistry {
             Task {
                 await send()
                 try? await Task.sleep(for: Self.startWait)
-                self.resolveStartWaiter(token, with: nil)
+                self.resolveStartWaiter(token, with: .noAnswer)
             }
         }
     }
 
-    private func resolveStartWaiter(_ token: UInt64, with sessionID: String?) {
-        startWaiters.removeValue(forKey: token)?.continuation.resume(returning: sessionID)
+    private func resolveStartWaiter(_ token: UInt64, with outcome: StartOutcome) {
+        startWaiters.removeValue(forKey: token)?.continuation.resume(returning: outcome)
+    }
+
+    /// The agent refused a StartSession. A capture failure stays on the agent (admin API,
+    /// `recordctl agents`) until it next opens a session; waiting starts get the reason.
+    func startRefused(by agentID: String, connection: UInt64, report: ErrorReport) {
+        if report.code == .captureFailed {
+            metrics.captureFailed()
+            updateAgent(agentID, connection: connection) { $0.captureFailure = CaptureFailureInfo(message: report.message, at: Date()) }
+        }
+        for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: .refused(report)) }
     }
 
     func sessionEnded(_ session: RecordingSession) {
         if sessions[session.id] === session { sessions[session.id] = nil }
+        owingCatalog.append(session)
     }
 
     /// Sessions unfinished in the catalog (the server died while they recorded) wait for
@@ -227,22 +291,58 @@ public actor SessionRegistry {
             metrics.sessionStarted()
             logger.notice("found an unfinished session from before the restart; waiting for its agent", metadata: ["session": "\(record.id)"])
         }
+        reconcileStaleRows()
+    }
+
+    /// Start-up pass for finished sessions whose rows a failed catalog write left behind (the
+    /// server stopped before its retries succeeded): each file still `recording` is finalized
+    /// (recovery; nothing to do when it is) and takes its session's end, then the rows are
+    /// read back from the files.
+    private func reconcileStaleRows() {
+        let stale: [SessionRecord]
+        do { stale = try catalog.finishedSessionsWithStaleRows() } catch {
+            logger.error("cannot look for stale catalog rows at start-up", metadata: ["error": "\(error)"])
+            metrics.catalogWriteFailed()
+            return
+        }
+        for record in stale {
+            for var recording in recordingsInCatalog(session: record.id) where recording.status == .recording {
+                if (try? MP4Recovery.recover(path: recording.path)) == nil, FileManager.default.fileExists(atPath: recording.path) {
+                    recording.error = "left fragmented: run recordctl recover \(recording.path)"
+                }
+                recording.status = record.status
+                recording.finishedAt = record.endedAt ?? Date()
+                CatalogWrites.attempt("recording \(recording.id)", logger: logger, metrics: metrics) { try catalog.upsertRecording(recording) }
+            }
+            CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: record.id)
+            logger.notice("catalog rows of a finished session reconciled with its files at start-up", metadata: ["session": "\(record.id)"])
+        }
     }
 
     /// Finalizes sessions whose resume window has passed. Called periodically. The check and
     /// the finalize happen in one turn of the session's actor, so an agent resuming at that
     /// moment either gets its session back or finds it finished, never a session finalized
     /// under it.
-    public func sweep() async {
-        let now = clock.now
+    public func sweep(now: ContinuousClock.Instant = .now) async {
         for (id, session) in sessions where await session.expireIfAbandoned(now) {
             // Re-checked after the await: a session opened again under this id meanwhile stays.
             if sessions[id] === session { sessions[id] = nil }
+            owingCatalog.append(session)
         }
         for (id, sleeping) in dormant where now >= sleeping.deadline {
             dormant[id] = nil
             recoverDormant(sleeping.record)
         }
+        await retryCatalogWrites()
+    }
+
+    /// Catalog writes that failed for finished sessions (a full disk, a busy database) are
+    /// written again until they succeed: the catalog must end up saying what the files hold.
+    private func retryCatalogWrites() async {
+        var still: [RecordingSession] = []
+        for session in owingCatalog where await !session.repairCatalog() { still.append(session) }
+        owingCatalog = still
+        for record in dormantOwingCatalog.values { recoverDormant(record, again: true) }
     }
 
     /// The unfinished sessions from before the restart that still wait for their agents.
@@ -277,34 +377,84 @@ public actor SessionRegistry {
         }
     }
 
-    func recoverDormant(_ record: SessionRecord) {
+    /// Finalizes a waiting session's files by recovery and marks it `recovered` (or `failed`).
+    /// Idempotent: `again` retries the catalog writes after one failed (nothing is counted twice).
+    func recoverDormant(_ record: SessionRecord, again: Bool = false) {
         var finalized: [String] = []
         var failures: [String] = []
-        for recording in recordingsInCatalog(session: record.id) where recording.status == .recording {
+        var written = true
+        let recordings: [RecordingRecord]
+        do { recordings = try catalog.recordings(sessionID: record.id) } catch {
+            // Without its rows the files are not known: try again at the next sweep.
+            logger.error("cannot read a session's recordings from the catalog; its recovery is retried", metadata: [
+                "session": "\(record.id)", "error": "\(error)"])
+            metrics.catalogWriteFailed()
+            if dormantOwingCatalog.updateValue(record, forKey: record.id) == nil, !again { metrics.sessionEnded(outcome: .recovered) }
+            return
+        }
+        var emptied: [String] = []
+        for recording in Self.withUnlistedFiles(recordings, of: record) where recording.status == .recording {
             do {
                 let report = try MP4Recovery.recover(path: recording.path)
                 var updated = recording
                 updated.status = .recovered
                 updated.sizeBytes = Int64(report.fileSize)
                 updated.finishedAt = Date()
-                CatalogWrites.attempt("recording \(updated.id)", logger: logger, metrics: metrics) { try catalog.upsertRecording(updated) }
+                written = CatalogWrites.attempt("recording \(updated.id)", logger: logger, metrics: metrics) {
+                    try catalog.upsertRecording(updated)
+                } && written
                 finalized.append(recording.path)
+            } catch where error.code == .noCompleteFragment {
+                // Not one fragment became durable (the server died within the first second):
+                // the file holds no media and nothing of it was acknowledged. It goes.
+                RandomAccessFile.remove(recording.path)
+                written = CatalogWrites.attempt("delete empty recording \(recording.id)", logger: logger, metrics: metrics) {
+                    try catalog.deleteRecording(id: recording.id)
+                } && written
+                emptied.append(recording.path)
             } catch {
                 failures.append("\(recording.path): \(error.message)")
                 var updated = recording
                 updated.status = .failed
                 updated.error = error.message
-                CatalogWrites.attempt("recording \(updated.id)", logger: logger, metrics: metrics) { try catalog.upsertRecording(updated) }
+                written = CatalogWrites.attempt("recording \(updated.id)", logger: logger, metrics: metrics) {
+                    try catalog.upsertRecording(updated)
+                } && written
             }
         }
+        if finalized.isEmpty, failures.isEmpty, !emptied.isEmpty { failures.append("no fragment was ever durable: nothing was recorded") }
         let status: RecordingStatus = failures.isEmpty ? .recovered : .failed
-        CatalogWrites.attempt("session \(record.id)", logger: logger, metrics: metrics) {
+        written = CatalogWrites.attempt("session \(record.id)", logger: logger, metrics: metrics) {
             try catalog.updateSession(id: record.id, status: status, endedAt: Date(), error: failures.isEmpty ? nil : failures.joined(separator: "; "))
+        } && written
+        written = CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: record.id) && written
+        dormantOwingCatalog[record.id] = written ? nil : record
+        guard !again else {
+            if written { logger.notice("the recovered session's catalog rows are written after an earlier failure", metadata: ["session": "\(record.id)"]) }
+            return
         }
-        CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: record.id)
         metrics.sessionEnded(outcome: status)
         logger.notice("unfinished session not resumed in time; finalized by recovery", metadata: [
-            "session": "\(record.id)", "files": "\(finalized)", "failures": "\(failures)"])
+            "session": "\(record.id)", "files": "\(finalized)", "removed_empty": "\(emptied)", "failures": "\(failures)"])
+    }
+
+    /// The session's recordings, plus a row (status `recording`) for each recording file in its
+    /// directory that the catalog does not list: the server died between creating the file and
+    /// writing its row, or the row's write failed.
+    static func withUnlistedFiles(_ recordings: [RecordingRecord], of session: SessionRecord) -> [RecordingRecord] {
+        guard let id = try? SessionID(validating: session.id),
+              let names = try? FileManager.default.contentsOfDirectory(atPath: session.directory) else { return recordings }
+        var all = recordings
+        for name in names.sorted() where name.hasSuffix(".mp4") {
+            let path = session.directory + "/" + name
+            guard !all.contains(where: { $0.path == path }) else { continue }
+            // `<base>.mp4` is the first file; `<base>-0002.mp4` the second (MuxerConfiguration.path(forSegment:)).
+            let stem = name.dropLast(4)
+            let number = stem.split(separator: "-").last.flatMap { $0.count == 4 ? Int($0) : nil } ?? 1
+            all.append(RecordingRecord(id: RecordingSession.recordingID(id, number - 1), sessionID: session.id, agentID: session.agentID,
+                                       segmentIndex: number - 1, path: path, status: .recording, createdAt: session.createdAt))
+        }
+        return all
     }
 
     /// Graceful shutdown: refuse new sessions, tell the agents to resume later, and suspend
@@ -318,7 +468,10 @@ public actor SessionRegistry {
         for (id, session) in sessions {
             await session.suspend()
             sessions[id] = nil
+            owingCatalog.append(session)
         }
+        // A last try for catalog writes that failed; what still fails is reconciled at the next start.
+        await retryCatalogWrites()
     }
 
     var liveSessionCount: Int { sessions.count }

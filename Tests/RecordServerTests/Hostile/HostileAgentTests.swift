@@ -486,10 +486,15 @@ struct HostileAgentTests {
                 try await client.send(Wire.sample(track: 7, sequence: 3, pts: Self.t0, dts: Self.t0, data: Self.opusPackets[2]))
                 try await expectSessionEnded(client, .unknownTrack, session: id, durable: 2, "\(id): unknown track")
             }
-            // None of them is left attached: a resume elsewhere is unknownSession, not sessionBusy.
+            // None of them is left attached: a resume elsewhere is not sessionBusy but the
+            // session's end again, SessionClosed with its durable point (protocol.md §6.7).
             let other = try await connect(server, as: "hostile-orphan")
             try await other.send(Wire.sessionResume(id: Array(ids[0].utf8), lastAcknowledged: 0))
-            try await expectError(other, .unknownSession, .session, "resume of an ended orphan")
+            let answer = try await other.message(within: .seconds(10))
+            guard case .sessionClosed(ids[0], 1, 2)? = answer else {
+                Issue.record("resume of an ended orphan: expected SessionClosed(\(ids[0]), finalized, 2), got \(answer.map { "\($0)" } ?? "a closed connection")")
+                return
+            }
             for id in ids {
                 let status = try catalogSession(server, id)?.status
                 #expect(status == .failed, "\(id): \(status.map { "\($0)" } ?? "no row")")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 @testable import RecordServerCore
 
 /// The real `record-server` executable, started from a configuration file and killed with
@@ -11,29 +12,41 @@ final class ServerProcess: @unchecked Sendable {
     /// Added to the inherited environment of the server process.
     var environment: [String: String] = [:]
 
-    static var binary: String {
-        // Tests/RecordServerTests/Support/ServerProcess.swift → repository root.
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        for candidate in [".build/debug/record-server", ".build/x86_64-unknown-linux-gnu/debug/record-server"] {
-            let path = root.appendingPathComponent(candidate).path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return root.appendingPathComponent(".build/debug/record-server").path
-    }
+    static var binary: String { BuiltProducts.path("record-server") ?? ".build/debug/record-server" }
 
-    init(fixture: ServerFixture, name: String = "server") throws {
-        port = try Self.freePort()
+    /// The configuration it starts with; ``reconfigure(_:)`` changes it for the next start.
+    private(set) var configuration: ServerConfiguration
+
+    /// - Parameters:
+    ///   - ingestPort: fixed across restarts when given (agents reconnect to it), else a free one.
+    ///   - adminPort: the admin API on 127.0.0.1 with the fixture's token; off when nil.
+    init(fixture: ServerFixture, name: String = "server", ingestPort: Int? = nil, adminPort: Int? = nil) throws {
+        port = try ingestPort ?? Self.freePort()
         var config = fixture.configuration
         config.ingest = .init(host: "127.0.0.1", port: port)
-        config.admin.enabled = false
-        config.admin.token = nil
+        if let adminPort {
+            config.admin = .init(enabled: true, host: "127.0.0.1", port: adminPort, token: ServerFixture.adminToken)
+        } else {
+            config.admin.enabled = false
+            config.admin.token = nil
+        }
+        configuration = config
         configPath = fixture.directory + "/\(name).json"
         logPath = fixture.directory + "/\(name).log"
+        try writeConfiguration()
+        try FileManager.default.createDirectory(atPath: config.dataDirectory, withIntermediateDirectories: true)
+    }
+
+    /// Changes the configuration file; the change applies from the next ``start()``.
+    func reconfigure(_ change: (inout ServerConfiguration) -> Void) throws {
+        change(&configuration)
+        try writeConfiguration()
+    }
+
+    private func writeConfiguration() throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(config).write(to: URL(fileURLWithPath: configPath))
-        try FileManager.default.createDirectory(atPath: config.dataDirectory, withIntermediateDirectories: true)
+        try encoder.encode(configuration).write(to: URL(fileURLWithPath: configPath))
     }
 
     func start() throws {

@@ -1,4 +1,5 @@
 import Glibc
+import MP4
 import SessionScript
 
 // The fuzzed function (docs/protocol.md §11): the bytes become a SessionScript, which runs
@@ -22,9 +23,14 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-/// One scratch directory per fuzzing process, in tmpfs when there is one (/dev/shm).
+/// Where a run's recording goes: memory files (MP4's `MemoryFiles`), so that an input costs
+/// no system call; `SESSION_FUZZ_DISK=1` writes to a scratch directory in tmpfs instead, as
+/// the first runs did (docs/protocol.md §11.1 has both figures).
 enum FuzzDirectory {
+    nonisolated(unsafe) static let onDisk = getenv("SESSION_FUZZ_DISK") != nil
+
     nonisolated(unsafe) static let path: String = {
+        guard onDisk else { return MemoryFiles.root + "session" }
         let base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp"
         let dir = "\(base)/session-fuzz-\(getpid())"
         mkdir(dir, 0o700)
@@ -34,6 +40,10 @@ enum FuzzDirectory {
 
     /// Removes whatever a run left behind, so the next run starts from an empty directory.
     static func empty() {
+        guard onDisk else {
+            MemoryFiles.removeAll()
+            return
+        }
         guard let dir = opendir(path) else { return }
         defer { closedir(dir) }
         while let entry = readdir(dir) {

@@ -174,7 +174,7 @@ public enum SessionDrive {
         var paths: [String] = []
         for k in 0..<1024 {
             let path = configuration.path(forSegment: k)
-            guard access(path, F_OK) == 0 else { break }
+            guard RandomAccessFile.exists(path) else { break }
             paths.append(path)
         }
         return paths
@@ -183,8 +183,9 @@ public enum SessionDrive {
     static func removeFiles(_ configuration: MuxerConfiguration) {
         for k in 0..<1024 {
             let path = configuration.path(forSegment: k)
-            let existed = unlink(path) == 0
-            unlink(path + ".faststart.tmp")
+            let existed = RandomAccessFile.exists(path)
+            RandomAccessFile.remove(path)
+            RandomAccessFile.remove(path + ".faststart.tmp")
             if !existed, k > 0 { break }
         }
     }
@@ -192,6 +193,10 @@ public enum SessionDrive {
     /// Overwrites single bytes of a file: a damaged disk, for the reader and recovery.
     static func damageFile(_ path: String, _ damage: [(offset: UInt64, byte: UInt8)]) {
         guard !damage.isEmpty else { return }
+        if MemoryFiles.contains(path) {
+            for d in damage { MemoryFiles.damage(path, at: d.offset, byte: d.byte) }
+            return
+        }
         let fd = open(path, O_WRONLY)
         guard fd >= 0 else { return }
         defer { close(fd) }

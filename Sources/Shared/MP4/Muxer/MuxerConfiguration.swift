@@ -47,7 +47,7 @@ public struct MuxerConfiguration: Sendable {
         self.creationTime = creationTime
     }
 
-    var isSegmented: Bool { maxSegmentDuration != nil || maxSegmentBytes != nil }
+    public var isSegmented: Bool { maxSegmentDuration != nil || maxSegmentBytes != nil }
 
     public func path(forSegment index: Int) -> String {
         guard isSegmented else { return directory + "/" + baseName + ".mp4" }

@@ -177,14 +177,23 @@ final class SegmentWriter {
         // Timed for metrics only; no decision depends on it.
         let clock = ContinuousClock()
         let writeStart = clock.now
-        try file.write(output.bytes, at: fileSize)
-        let syncStart = clock.now
-        if configuration.durability == .fsyncEveryFragment {
-            try file.sync()
-            // Written media is not read back while recording (finalize reads only the moofs):
-            // keep it from crowding the page cache, which a server writing many streams
-            // would otherwise fill and then have to reclaim under load.
-            file.dropCachedPages(offset: fileSize, length: UInt64(output.bytes.count))
+        var syncStart = writeStart
+        do {
+            try file.write(output.bytes, at: fileSize)
+            syncStart = clock.now
+            if configuration.durability == .fsyncEveryFragment {
+                try file.sync()
+                // Written media is not read back while recording (finalize reads only the moofs):
+                // keep it from crowding the page cache, which a server writing many streams
+                // would otherwise fill and then have to reclaim under load.
+                file.dropCachedPages(offset: fileSize, length: UInt64(output.bytes.count))
+            }
+        } catch {
+            // A failed write (a full disk) can leave part of the fragment behind. Cut it off, so
+            // the file stays a clean run of whole fragments that plays as it is. Best effort:
+            // shrinking a file needs no space, and recovery would cut the same tail later.
+            try? file.truncate(to: fileSize)
+            throw error
         }
         let syncEnd = clock.now
         // Only now, with the bytes durable, does the fragment count as part of the file.

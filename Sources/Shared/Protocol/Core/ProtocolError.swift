@@ -86,6 +86,9 @@ extension ProtocolError {
         public static let timestampOutOfRange = Code(rawValue: 0x003A)
         /// The server could not store a sample's content (§6.12, §8): the session ends before it.
         public static let sampleRefused = Code(rawValue: 0x003B)
+        /// The agent cannot capture from a source (a camera or microphone that does not open):
+        /// its answer to a StartSession it cannot carry out (§6.16). It ends nothing.
+        public static let captureFailed = Code(rawValue: 0x003C)
 
         // Operational (sent by the server).
         public static let internalError = Code(rawValue: 0x0040)
@@ -107,7 +110,7 @@ extension ProtocolError {
             .handshakeRequired, .unexpectedMessage, .noCommonVersion, .authenticationFailed,
             .sessionAlreadyOpen, .noOpenSession, .sessionMismatch, .unknownTrack,
             .nonMonotonicSequence, .sequenceGap, .trackEnded, .unknownSession, .sessionBusy,
-            .finalSequenceMismatch, .timestampOutOfRange, .sampleRefused,
+            .finalSequenceMismatch, .timestampOutOfRange, .sampleRefused, .captureFailed,
             .internalError, .storageFailure, .resourceExhausted, .shuttingDown, .idleTimeout,
             .frameTooSlow, .budgetExhausted,
         ]
@@ -119,12 +122,16 @@ extension ProtocolError {
             switch self {
             case .unknownTrack, .nonMonotonicSequence, .sequenceGap, .trackEnded, .unknownSession,
                 .sessionBusy, .finalSequenceMismatch, .timestampOutOfRange, .sampleRefused,
-                .storageFailure, .resourceExhausted:
+                .captureFailed, .storageFailure, .resourceExhausted:
                 return .session
             default:
                 return .connection
             }
         }
+
+        /// An agent's `Error` with this code answers a `StartSession`: it refuses that command
+        /// and ends nothing, not even a session the agent records meanwhile (§6.5, §6.16).
+        public var refusesCommandOnly: Bool { self == .sessionAlreadyOpen || self == .captureFailed }
 
         public var description: String {
             let names: [UInt16: String] = [
@@ -139,7 +146,7 @@ extension ProtocolError {
                 0x0031: "noOpenSession", 0x0032: "sessionMismatch", 0x0033: "unknownTrack",
                 0x0034: "nonMonotonicSequence", 0x0035: "sequenceGap", 0x0036: "trackEnded",
                 0x0037: "unknownSession", 0x0038: "sessionBusy", 0x0039: "finalSequenceMismatch",
-                0x003A: "timestampOutOfRange", 0x003B: "sampleRefused",
+                0x003A: "timestampOutOfRange", 0x003B: "sampleRefused", 0x003C: "captureFailed",
                 0x0040: "internalError", 0x0041: "storageFailure", 0x0042: "resourceExhausted",
                 0x0043: "shuttingDown", 0x0044: "idleTimeout", 0x0045: "frameTooSlow",
                 0x0046: "budgetExhausted",

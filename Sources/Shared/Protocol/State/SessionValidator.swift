@@ -191,11 +191,11 @@ public struct SessionValidator: Sendable {
             return .accept
         case .error(let report):
             // The agent reports a problem; it ends what its scope says (protocol.md §6.5),
-            // except its refusal of a StartSession while it records (`sessionAlreadyOpen`),
-            // which ends nothing: the session it records goes on.
+            // except its refusal of a StartSession (`sessionAlreadyOpen`, `captureFailed`),
+            // which ends nothing: a session it records goes on.
             if report.scope == .connection {
                 state = .failed(report.error)
-            } else if report.code != .sessionAlreadyOpen {
+            } else if !report.code.refusesCommandOnly {
                 sessionEnded()
             }
             return .accept

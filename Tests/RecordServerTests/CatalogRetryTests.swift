@@ -1,0 +1,129 @@
+import Foundation
+import Logging
+@testable import RecordServerCore
+import Shared
+import Testing
+
+/// A catalog whose writes fail while `failing` is set (a full disk, a locked database); reads
+/// still work. Everything else is the real SQLite catalog.
+final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
+    let real: Catalog
+    private let lock = NSLock()
+    private var failingNow = false
+    var failing: Bool {
+        get { lock.withLock { failingNow } }
+        set { lock.withLock { failingNow = newValue } }
+    }
+
+    init(_ real: Catalog) { self.real = real }
+
+    private func write<T>(_ body: () throws -> T) throws -> T {
+        if failing { throw CatalogError(.queryFailed, "database or disk is full (test)") }
+        return try body()
+    }
+
+    func recordAgentSeen(_ agent: AgentRecord) throws { try write { try real.recordAgentSeen(agent) } }
+    func agents() throws -> [AgentRecord] { try real.agents() }
+    func insertSession(_ session: SessionRecord) throws { try write { try real.insertSession(session) } }
+    func session(id: String) throws -> SessionRecord? { try real.session(id: id) }
+    func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?, durableSequence: UInt64?) throws {
+        try write { try real.updateSession(id: id, status: status, endedAt: endedAt, error: error, durableSequence: durableSequence) }
+    }
+    func unfinishedSessions() throws -> [SessionRecord] { try real.unfinishedSessions() }
+    func finishedSessionsWithStaleRows() throws -> [SessionRecord] { try real.finishedSessionsWithStaleRows() }
+    func deleteSession(id: String) throws { try write { try real.deleteSession(id: id) } }
+    func upsertRecording(_ recording: RecordingRecord) throws { try write { try real.upsertRecording(recording) } }
+    func recording(id: String) throws -> RecordingRecord? { try real.recording(id: id) }
+    func recordings(_ filter: RecordingFilter) throws -> [RecordingRecord] { try real.recordings(filter) }
+    func recordings(sessionID: String) throws -> [RecordingRecord] { try real.recordings(sessionID: sessionID) }
+    func deleteRecording(id: String) throws { try write { try real.deleteRecording(id: id) } }
+    func upsertTrack(_ track: TrackRecord) throws { try write { try real.upsertTrack(track) } }
+    func tracks(sessionID: String) throws -> [TrackRecord] { try real.tracks(sessionID: sessionID) }
+}
+
+/// Issue 13, finding 5: `try? catalog…` swallowed write failures, so a failed session's row
+/// stayed `recording`, 0 B, until a restart. Now a failed write is counted, written again once
+/// the session has finished (every sweep, until it succeeds), and reconciled at start-up.
+@Suite("Catalog writes that fail are retried and reconciled", .serialized)
+struct CatalogRetryTests {
+    private func registry(_ catalog: any RecordingCatalog, directory: String, metrics: ServerMetrics) -> SessionRegistry {
+        var settings = SessionSettings()
+        settings.durability = .none
+        return SessionRegistry(catalog: catalog, settings: settings, maxSessions: 8, metrics: metrics,
+                               logger: Logger(label: "catalog-retry") { _ in SwiftLogNoOpLogHandler() }, dataDirectory: directory) { _, id, _ in
+            let dir = directory + "/" + id.value
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            return (dir, "recording")
+        }
+    }
+
+    private static func failures(_ metrics: ServerMetrics) -> Double {
+        let line = metrics.exposition().split(separator: "\n").first { $0.hasPrefix("recordserver_catalog_write_failures_total ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? .nan
+    }
+
+    @Test func aSessionFinishedWhileTheCatalogFailsIsWrittenAtTheNextSweep() async throws {
+        let directory = NSTemporaryDirectory() + "catalog-retry-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let catalog = FlakyCatalog(try Catalog(path: directory + "/catalog.sqlite"))
+        let metrics = ServerMetrics()
+        let registry = registry(catalog, directory: directory, metrics: metrics)
+        let content = try SessionContent.make(sessionID: "s-flaky", seconds: 2)
+
+        let session = try await registry.openSession(content.open, agentID: "agent-1", connection: 1)
+        _ = await session.append(content.samples[...])
+        catalog.failing = true  // the disk fills up just before the close
+        _ = try await session.close()
+        await registry.sessionEnded(session)
+        await session.reconcileCatalog()
+        #expect(try catalog.real.session(id: "s-flaky")?.status == .recording, "the failed write left the row as it was")
+        #expect(Self.failures(metrics) > 0, "every failed write is counted")
+        #expect(await session.owesCatalog)
+
+        await registry.sweep()  // still failing: nothing is lost, it is tried again later
+        #expect(await session.owesCatalog)
+        catalog.failing = false
+        await registry.sweep()
+        #expect(await session.owesCatalog == false)
+
+        let row = try #require(try catalog.real.session(id: "s-flaky"))
+        #expect(row.status == .completed && row.durableSequence == UInt64(content.samples.count))
+        let recording = try #require(try catalog.real.recordings(sessionID: "s-flaky").first)
+        #expect(recording.status == .completed)
+        try Oracle.expectCatalogMatchesFile(recording, tracks: try catalog.real.tracks(sessionID: "s-flaky"))
+    }
+
+    @Test func staleRowsLeftByAStoppedServerAreReconciledAtStartUp() async throws {
+        let directory = NSTemporaryDirectory() + "catalog-retry-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let real = try Catalog(path: directory + "/catalog.sqlite")
+        let content = try SessionContent.make(sessionID: "s-stale", seconds: 2)
+        do {
+            let registry = registry(real, directory: directory, metrics: ServerMetrics())
+            let session = try await registry.openSession(content.open, agentID: "agent-1", connection: 1)
+            _ = await session.append(content.samples[...])
+            _ = try await session.close()
+        }
+        // What a server stopped between a failed write and its retry leaves: the session says
+        // completed, its file and tracks still say recording / active with live counts.
+        var recording = try #require(try real.recordings(sessionID: "s-stale").first)
+        recording.status = .recording
+        recording.sizeBytes = 0
+        try real.upsertRecording(recording)
+        for var track in try real.tracks(sessionID: "s-stale") {
+            track.status = .active
+            track.samples = 1
+            try real.upsertTrack(track)
+        }
+        #expect(try real.finishedSessionsWithStaleRows().map(\.id) == ["s-stale"])
+
+        let restarted = registry(real, directory: directory, metrics: ServerMetrics())
+        await restarted.loadUnfinishedSessions()
+        #expect(try real.finishedSessionsWithStaleRows().isEmpty)
+        let fixed = try #require(try real.recordings(sessionID: "s-stale").first)
+        #expect(fixed.status == .completed)
+        try Oracle.expectCatalogMatchesFile(fixed, tracks: try real.tracks(sessionID: "s-stale"))
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+@testable import RecordServerCore
+import TestSupport
+
+/// A real `capture-agent` in command mode (it records when the server says so), with a test
+/// camera whose pictures carry their frame number and a test tone, logging at trace level so
+/// that its log says what the server acknowledged.
+final class AgentProcess: @unchecked Sendable {
+    let id: String
+    let logPath: String
+    private let process = Process()
+
+    init(id: String, serverPort: Int, fixture: ServerFixture, logLevel: String = "trace", extraArguments: [String] = []) throws {
+        guard let binary = BuiltProducts.path("capture-agent") else {
+            throw TestAgentError("capture-agent is not built: swift build --build-tests")
+        }
+        self.id = id
+        let certPath = fixture.directory + "/\(id).pem", keyPath = fixture.directory + "/\(id)-key.pem"
+        try fixture.ca.issueAgentCertificate(agentID: id).write(certPath: certPath, keyPath: keyPath)
+        logPath = fixture.directory + "/\(id).log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = [
+            "run", "--server", "127.0.0.1:\(serverPort)", "--ca", fixture.caPath, "--cert", certPath, "--key", keyPath,
+            "--agent-id", id, "--source", "front=test:320x240@10", "--source", "tone=test:audio",
+            "--preset", "ultrafast", "--threads", "1", "--reconnect-initial-ms", "100", "--reconnect-max-ms", "500",
+            "--log-level", logLevel,
+        ] + extraArguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// The log so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM, then SIGKILL if it has not exited within 30 s.
+    func stop() async {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0 ..< 300 where process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Per session: the highest sequence number the server acknowledged, from the log.
+    func acknowledged() -> [String: UInt64] {
+        var result: [String: UInt64] = [:]
+        for line in log.split(whereSeparator: \.isNewline) {
+            guard let at = line.range(of: "session "), let mark = line.range(of: " acknowledged through sequence ") else { continue }
+            let session = String(line[at.upperBound ..< mark.lowerBound])
+            guard let n = UInt64(line[mark.upperBound...].prefix { $0.isNumber }) else { continue }
+            result[session] = max(result[session] ?? 0, n)
+        }
+        return result
+    }
+}
+
+/// `recordctl` as an operator runs it.
+struct OperatorConsole {
+    let adminURL: String
+    let tokenFile: String
+
+    /// A command that talks to the server (`--server` and `--token-file` added).
+    func run(_ arguments: [String]) throws -> ToolOutput {
+        try runTool(try Self.binary(), arguments + ["--server", adminURL, "--token-file", tokenFile, "--timeout", "20"])
+    }
+
+    /// A command that works on files only (`recover`, `verify`).
+    func local(_ arguments: [String]) throws -> ToolOutput { try runTool(try Self.binary(), arguments) }
+
+    static func binary() throws -> String {
+        guard let path = BuiltProducts.path("recordctl") else { throw TestAgentError("recordctl is not built: swift build --build-tests") }
+        return path
+    }
+
+    /// The live sessions (`recordctl sessions --json`), or nil while the server does not answer.
+    func liveSessions() -> [[String: Any]]? {
+        guard let out = try? run(["sessions", "--json"]), out.status == 0,
+              let json = try? JSONSerialization.jsonObject(with: out.stdout) as? [String: Any] else { return nil }
+        return json["sessions"] as? [[String: Any]] ?? []
+    }
+
+    /// Ids of the connected agents, or nil while the server does not answer.
+    func connectedAgents() -> Set<String>? {
+        guard let out = try? run(["agents", "--json"]), out.status == 0,
+              let json = try? JSONSerialization.jsonObject(with: out.stdout) as? [String: Any] else { return nil }
+        return Set((json["agents"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
+    }
+
+    /// Every recording in the catalog (`recordctl recordings --json`).
+    func recordings() -> [[String: Any]]? {
+        guard let out = try? run(["recordings", "--json", "--limit", "1000"]), out.status == 0,
+              let json = try? JSONSerialization.jsonObject(with: out.stdout) as? [String: Any] else { return nil }
+        return json["recordings"] as? [[String: Any]] ?? []
+    }
+}

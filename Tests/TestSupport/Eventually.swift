@@ -1,0 +1,19 @@
+import Foundation
+
+/// Waits for a state, not for a time: polls `body` every 100 ms until it returns a value,
+/// and fails after `seconds` with what it was waiting for. The bound only stops a broken run;
+/// no test asserts on how long anything took.
+public func eventually<T>(_ what: String, seconds: Double = 30, _ body: () throws -> T?) async throws -> T {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while true {
+        if let value = try body() { return value }
+        guard ContinuousClock.now < deadline else { throw WaitTimedOut(what: what, seconds: seconds) }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+}
+
+public struct WaitTimedOut: Error, CustomStringConvertible {
+    public var what: String
+    public var seconds: Double
+    public var description: String { "timed out after \(seconds) s waiting for \(what)" }
+}
