@@ -17,12 +17,16 @@ if let directory = getenv("READER_FUZZ_SEEDS").map({ String(cString: $0) }) {
     }
 }
 
-var argc = CommandLine.argc
-var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-let status = LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+/// The fuzzed function; libFuzzer's runtime also expects the symbol by this name.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data, size > 0 else { return 0 }
     let violations = ReaderDrive.run(Array(UnsafeBufferPointer(start: data, count: size)))
     precondition(violations.isEmpty, violations.joined(separator: "; "))
     return 0
 }
+
+var argc = CommandLine.argc
+var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+let status = LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzOneInput(data, size) }
 exit(status)

@@ -13,7 +13,13 @@ struct FragmentTables {
     static let maxDecodeTime: UInt64 = 1 << 62
 
     init(fragments: [MP4FileScanner.Fragment], tracks: [PreparedTrack]) throws(MuxerError) {
-        let indexByID = Dictionary(uniqueKeysWithValues: tracks.enumerated().map { ($1.id, $0) })
+        // A damaged moov can name one track id twice (found by fuzzing: a trap in recovery).
+        var indexByID: [UInt32: Int] = [:]
+        for (index, track) in tracks.enumerated() {
+            guard indexByID.updateValue(index, forKey: track.id) == nil else {
+                throw MuxerError(.notOurFile, "the movie header names track \(track.id) twice")
+            }
+        }
         tables = Array(repeating: TrackTable(), count: tracks.count)
         for fragment in fragments {
             lastFragmentSequence = fragment.moof.header.sequenceNumber
