@@ -38,7 +38,8 @@ struct ReaderCorpusTests {
         let files = try FileManager.default.contentsOfDirectory(at: Self.corpus, includingPropertiesForKeys: nil)
             .filter { $0.pathExtension == "mp4" }
         for file in files {
-            #expect(ReaderDrive.run([UInt8](try Data(contentsOf: file))).isEmpty, "\(file.lastPathComponent)")
+            let violations = ReaderDrive.run([UInt8](try Data(contentsOf: file)))
+            #expect(violations.isEmpty, "\(file.lastPathComponent): \(violations)")
         }
     }
 }

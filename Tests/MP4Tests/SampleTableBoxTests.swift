@@ -141,6 +141,22 @@ struct SampleTableBoxTests {
         #expect(try decodeBox(SampleSizeBox.self, from: expected) == stsz)
     }
 
+    @Test("stsz of samples all of size 0 is a table of zeros (sample_size 0 would mean a table follows)")
+    func sampleSizesAllZero() throws {
+        let stsz = SampleSizeBox(sizes: [0, 0])
+        let expected: [UInt8] = [
+            0x00, 0x00, 0x00, 0x1C,  // size 28
+            0x73, 0x74, 0x73, 0x7A,  // 'stsz'
+            0x00, 0x00, 0x00, 0x00,  // version 0, flags 0
+            0x00, 0x00, 0x00, 0x00,  // sample_size 0: table follows
+            0x00, 0x00, 0x00, 0x02,  // sample_count 2
+            0x00, 0x00, 0x00, 0x00,  // entry_size 0
+            0x00, 0x00, 0x00, 0x00,  // entry_size 0
+        ]
+        #expect(stsz.encoded() == expected)
+        #expect(try decodeBox(SampleSizeBox.self, from: expected) == stsz)
+    }
+
     @Test("stsz for an empty table")
     func sampleSizesEmpty() throws {
         let stsz = SampleSizeBox(sizes: [])

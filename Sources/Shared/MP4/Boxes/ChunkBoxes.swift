@@ -47,8 +47,11 @@ public struct SampleSizeBox: DecodableBox, Equatable {
 
     public init(sizes: [UInt32]) { self.sizes = sizes }
 
+    /// The shared size, when there is one to write. Never 0: `sample_size` 0 means "a table
+    /// follows" (§8.7.3.2), so samples all of size 0 (a damaged file recovered; found by
+    /// fuzzing) are written as a table of zeros, not as a header no reader can tell apart.
     var uniformSize: UInt32? {
-        guard let first = sizes.first, sizes.allSatisfy({ $0 == first }) else { return nil }
+        guard let first = sizes.first, first != 0, sizes.allSatisfy({ $0 == first }) else { return nil }
         return first
     }
 

@@ -80,6 +80,11 @@ final class SegmentWriter {
             throw MuxerError(.codecConfigurationChanged, "\(path) was recorded with other tracks or codec settings than the resumed session")
         }
         let rebuilt = try FragmentTables(fragments: scan.fragments, tracks: tracks)
+        // A damaged moof can carry the largest sequence number (found by fuzzing: an overflow
+        // here). 2^31 one-second fragments would take 68 years: anything above is damage.
+        guard rebuilt.lastFragmentSequence < UInt32.max / 2 else {
+            throw MuxerError(.notOurFile, "\(path): fragment sequence number \(rebuilt.lastFragmentSequence) leaves no room for another")
+        }
         writer.durableSamples = rebuilt.tables.map(\.sampleCount)
         writer.info = info
         writer.nextFragmentSequence = rebuilt.lastFragmentSequence + 1
