@@ -44,7 +44,7 @@ public struct SequenceMarkerBox: MP4Box, Equatable {
             let first = try r.u64("range_first")
             let count = UInt64(try r.u32("range_count"))
             guard count > 0, first <= UInt64.max - (count - 1) else { throw .invalid("empty or overflowing sequence range") }
-            ranges.append(first...first + count - 1)
+            ranges.append(first...first + (count - 1))  // (first + count) alone can overflow: found by fuzzing
         }
     }
 }
