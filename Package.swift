@@ -144,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "RecordServerTests",
             dependencies: [
-                "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore", "TestSupport",
+                "RecordServerCore", "CMallocTuning", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,4 +1,7 @@
 #include "CMallocTuning.h"
+// Any libc header defines __GLIBC__ on glibc (through <features.h>); without one the test
+// below is false and the stubs are compiled, silently (that was the case until issue 14).
+#include <stdlib.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 int cmalloc_return_freed_memory(int threshold) {

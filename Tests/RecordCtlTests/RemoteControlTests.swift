@@ -9,15 +9,21 @@ import TestSupport
 /// recordctl against a real record-server (over its real admin listener) and a real capture agent.
 @Suite("recordctl against a real record-server and agent", .serialized)
 struct RemoteControlTests {
+    /// The polling calls below wait up to this long per request (recordctl's default is 10 s):
+    /// the full test suite runs servers, encoding agents and fuzzers side by side on two
+    /// cores, where a request that has to wait for a session finalizing can take longer.
+    /// This is a test about what the answers say, not how fast they come.
+    static let pollTimeout = ["--timeout", "30"]
+
     /// Live sessions of the server, from `recordctl sessions --json`.
     static func sessions(_ env: [String: String]) throws -> [[String: Any]] {
-        let result = try recordctl(["sessions", "--json"], environment: env)
+        let result = try recordctl(["sessions", "--json"] + pollTimeout, environment: env)
         try #require(result.status == 0, "\(result.output)")
         return try result.json()["sessions"] as? [[String: Any]] ?? []
     }
 
     static func recordings(_ env: [String: String], _ extra: [String] = []) throws -> [[String: Any]] {
-        let result = try recordctl(["recordings", "--json"] + extra, environment: env)
+        let result = try recordctl(["recordings", "--json"] + pollTimeout + extra, environment: env)
         try #require(result.status == 0, "\(result.output)")
         return try result.json()["recordings"] as? [[String: Any]] ?? []
     }
@@ -32,7 +38,7 @@ struct RemoteControlTests {
 
         // agents: the connected agent, as a table and as JSON.
         let agents = try await eventually("the agent to connect") { () -> [[String: Any]]? in
-            let r = try recordctl(["agents", "--json"], environment: env)
+            let r = try recordctl(["agents", "--json"] + Self.pollTimeout, environment: env)
             let list = try r.json()["agents"] as? [[String: Any]] ?? []
             return list.isEmpty ? nil : list
         }

@@ -13,12 +13,15 @@ import TestSupport
 let recordctlBinary = BuiltProducts.path("recordctl")
 
 struct CommandResult {
+    var arguments: [String] = []
     var status: Int32
     var stdout: String
     var stderr: String
     var output: String { stdout + stderr }
+    /// stdout as a JSON object; a failure names the command, its exit status and both streams.
     func json() throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any], "JSON: \(stdout) \(stderr)")
+        try #require((try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any],
+                     "not a JSON object from \(arguments.joined(separator: " ")) (exit \(status)): stdout \"\(stdout)\" stderr \"\(stderr)\"")
     }
 }
 
@@ -39,7 +42,7 @@ func runProcess(_ path: String, _ arguments: [String], environment: [String: Str
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     errBox.done.wait()
     process.waitUntilExit()
-    return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+    return CommandResult(arguments: arguments, status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
                          stderr: String(decoding: errBox.data, as: UTF8.self))
 }
 

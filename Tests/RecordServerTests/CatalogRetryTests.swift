@@ -126,4 +126,41 @@ struct CatalogRetryTests {
         #expect(fixed.status == .completed)
         try Oracle.expectCatalogMatchesFile(fixed, tracks: try real.tracks(sessionID: "s-stale"))
     }
+
+    /// A session found unfinished after a restart and not resumed is finished by recovery —
+    /// by the session itself, like every other ending — and a catalog that fails meanwhile is
+    /// written at a later sweep, read back from the recovered file.
+    @Test func aSessionRecoveredAfterARestartWhileTheCatalogFailsIsWrittenAtTheNextSweep() async throws {
+        let directory = NSTemporaryDirectory() + "catalog-retry-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let catalog = FlakyCatalog(try Catalog(path: directory + "/catalog.sqlite"))
+        let content = try SessionContent.make(sessionID: "s-dormant", seconds: 3)
+        do {
+            let first = registry(catalog, directory: directory, metrics: ServerMetrics())
+            let session = try await first.openSession(content.open, agentID: "agent-1", connection: 1)
+            _ = await session.append(content.samples[...])
+            await first.shutdown()  // suspended: the file keeps its durable fragments, the row says recording
+        }
+        let metrics = ServerMetrics()
+        let restarted = registry(catalog, directory: directory, metrics: metrics)
+        await restarted.loadUnfinishedSessions()
+        #expect(await restarted.liveSessions().map(\.state) == ["suspended"])
+        #expect(await restarted.runningSessionID(of: "agent-1") == "s-dormant", "a start for its agent is refused while it waits")
+
+        catalog.failing = true
+        await restarted.sweep(now: .now + .seconds(3600))  // the resume window has passed
+        #expect(await restarted.liveSessions().isEmpty, "finished, although its rows could not be written")
+        #expect(try catalog.real.session(id: "s-dormant")?.status == .recording)
+        #expect(Self.failures(metrics) > 0)
+
+        catalog.failing = false
+        await restarted.sweep(now: .now + .seconds(3600))
+        let row = try #require(try catalog.real.session(id: "s-dormant"))
+        #expect(row.status == .recovered && row.error == nil)
+        let recording = try #require(try catalog.real.recordings(sessionID: "s-dormant").first)
+        #expect(recording.status == .recovered)
+        try Oracle.expectCatalogMatchesFile(recording, tracks: try catalog.real.tracks(sessionID: "s-dormant"))
+        #expect(try MP4Inspection.inspect(path: recording.path).layout.hasPrefix("progressive"), "recovery finalized the file")
+    }
 }

@@ -112,6 +112,6 @@ struct GracefulRestartTests {
         #expect(try Oracle.streams(path).map(\.packets) == content.open.tracks.map { content.counts[$0.id] ?? 0 }, "every sample exactly once")
 
         // What the session kept beside its files: the settings it was started with.
-        #expect(try SessionRegistry.readPinnedSettings(directory: (path as NSString).deletingLastPathComponent)?.maxSegmentDuration == nil)
+        #expect(try SessionSidecar.readPinnedSettings(directory: (path as NSString).deletingLastPathComponent)?.maxSegmentDuration == nil)
     }
 }

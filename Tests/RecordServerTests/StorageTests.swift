@@ -187,7 +187,10 @@ extension StorageTests {
                 let (directory, base) = try layout.createSessionDirectory(agentID: "cam-1", sessionID: "s\(i)", date: created)
                 let path = "\(directory)/\(base).mp4"
                 #expect(FileManager.default.createFile(atPath: path, contents: Data(count: Int(size))))
-                #expect(FileManager.default.createFile(atPath: directory + "/session.mcrp", contents: Data([1])))
+                // The sidecar, as the server leaves it beside every session's files.
+                for name in ["session.mcrp", "session-settings.json"] {
+                    #expect(FileManager.default.createFile(atPath: directory + "/" + name, contents: Data([1])))
+                }
                 let record = RecordingRecord(id: "s\(i)-1", sessionID: "s\(i)", agentID: "cam-1", segmentIndex: 1, path: path, status: .completed,
                                              sizeBytes: size, createdAt: created, finishedAt: created.addingTimeInterval(60))
                 try catalog.upsertRecording(record)

@@ -16,21 +16,7 @@ extension SessionRegistry: AdminBackend {
     public func liveSessions() async -> [LiveSessionInfo] {
         var result: [LiveSessionInfo] = []
         for session in allSessions() { result.append(await session.snapshot()) }
-        result += dormantSessions().map(dormantSnapshot)
         return result.sorted { $0.startedAt < $1.startedAt }
-    }
-
-    /// A session left unfinished by the previous server process (stopped or crashed), waiting
-    /// for its agent: what the catalog knows, as state `suspended`.
-    private func dormantSnapshot(_ record: SessionRecord) -> LiveSessionInfo {
-        let recordings = (try? catalog.recordings(sessionID: record.id)) ?? []
-        let path = recordings.last { $0.status == .recording }?.path ?? recordings.last?.path ?? record.directory
-        let tracks = ((try? catalog.tracks(sessionID: record.id)) ?? []).map { t in
-            LiveTrackInfo(trackID: t.trackID, label: t.label, kind: t.kind, codec: t.codec, status: t.status, samples: t.samples,
-                          bytes: t.bytes, dropped: t.dropped, fps: 0, bitrate: 0, lagSeconds: 0, error: t.error)
-        }
-        return LiveSessionInfo(id: record.id, agentID: record.agentID, labels: record.labels, state: "suspended",
-                               startedAt: record.createdAt, path: path, lastAck: 0, tracks: tracks)
     }
 
     /// Sends a StartSession and returns the new session's id, or nil when the agent has not
@@ -61,31 +47,34 @@ extension SessionRegistry: AdminBackend {
         }
     }
 
+    /// Asks the agent to stop the session; with nobody to ask (the agent is away, or the
+    /// session waits after a restart) the session finishes now, as the end of its resume
+    /// window would finish it.
     public func stopSession(id: String) async throws(AdminError) {
-        if let record = takeDormant(id) {
-            // Nobody to ask: finish the file now, as the end of the resume window would.
-            recoverDormant(record)
-            return
-        }
         let session = try liveSession(id)
-        guard let link = agentLink(session.agentID) else {
+        guard let link = await agentAttached(to: session) else {
             await session.expire(as: .completed)
+            sessionEnded(session)
             return
         }
         await link.send(.stopSession(StopSession(sessionID: session.id)))
     }
 
     public func cancelSession(id: String) async throws(AdminError) {
-        if let record = takeDormant(id) {
-            discardDormant(record, reason: "cancelled by an operator")
+        let session = try liveSession(id)
+        guard let link = await agentAttached(to: session) else {
+            await session.cancel(reason: "cancelled by an operator")
+            sessionEnded(session)
             return
         }
-        let session = try liveSession(id)
-        if let link = agentLink(session.agentID) {
-            await link.send(.cancelSession(CancelSession(sessionID: session.id, reason: "cancelled by an operator")))
-        } else {
-            await session.cancel(reason: "cancelled by an operator")
-        }
+        await link.send(.cancelSession(CancelSession(sessionID: session.id, reason: "cancelled by an operator")))
+    }
+
+    /// The agent's link, when it can act on the session: connected, and the session not one
+    /// found after a restart that it has not resumed yet.
+    private func agentAttached(to session: RecordingSession) async -> AgentLink? {
+        if case .dormant = await session.phase { return nil }
+        return agentLink(session.agentID)
     }
 
     public func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord] {

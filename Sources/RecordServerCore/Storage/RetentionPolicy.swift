@@ -95,7 +95,7 @@ public struct RetentionPolicy: Sendable, Equatable {
                 throw RetentionError(.catalog(error), deletedBeforeFailure: deleted)
             }
             guard remaining.isEmpty else { continue }
-            do { try storage.removeSessionDirectoryIfEmpty(directory, leftovers: [SessionRegistry.openFileName]) } catch {
+            do { try storage.removeSessionDirectoryIfEmpty(directory, leftovers: SessionSidecar.fileNames) } catch {
                 throw RetentionError(.storage(error), deletedBeforeFailure: deleted)
             }
         }

@@ -15,12 +15,13 @@ import Testing
 struct HostileAgentTests {
     // MARK: Harness
 
-    /// Open in issue 14: after 1200 pre-handshake connections, or a flood of partial 8 MiB
-    /// frames, every connection is closed and every descriptor returned, but the server's RSS
-    /// stays tens to hundreds of MiB above its baseline (and the flood's peak is above
-    /// baseline + 2 × budget). Whether a leak or allocator retention is not settled yet; the
-    /// figures are printed by every case. Marked, not hidden: these checks fail the known issue.
-    static let rssIssue: Comment = "issue 14 (open): RSS does not return to its baseline after mass connections or a partial-frame flood"
+    /// Open in issue 14: during a flood of partial 8 MiB frames the server's peak RSS goes
+    /// above baseline + 2 × the partial-frame budget (716 MiB for a 256 MiB budget, baseline
+    /// 54 MiB), although it returns to the baseline once the flood is over. Marked, not
+    /// hidden: this check fails the known issue. (RSS not returning to the baseline after
+    /// mass connections was the other half: the allocator tuning never took effect; fixed,
+    /// see MallocTuningTests.)
+    static let rssIssue: Comment = "issue 14 (open): peak RSS during a partial-frame flood is above baseline + 2 × budget"
 
     /// Runs `body` while a good session streams, then checks the good file and the server's
     /// resources.
@@ -41,9 +42,7 @@ struct HostileAgentTests {
         let descriptors = after.map { $0.descriptors <= server.baseline.descriptors + HostileServer.descriptorSlack } ?? false
         #expect(descriptors, "\(name): descriptors did not return to baseline \(server.baseline): \(after.map { "\($0)" } ?? "?")")
         let memory = after.map { $0.rssKiB <= server.baseline.rssKiB + HostileServer.rssSlackKiB } ?? false
-        withKnownIssue(Self.rssIssue, isIntermittent: true) {
-            #expect(memory, "\(name): RSS did not return to baseline \(server.baseline): \(after.map { "\($0)" } ?? "?")")
-        }
+        #expect(memory, "\(name): RSS did not return to baseline \(server.baseline): \(after.map { "\($0)" } ?? "?")")
         if let failure { throw failure }
     }
 

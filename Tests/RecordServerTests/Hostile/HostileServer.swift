@@ -29,8 +29,8 @@ final class HostileServer: @unchecked Sendable {
     /// buffers go back to the kernel when freed, so RSS follows what the server holds; after
     /// every small case it was back within 1 MiB of the baseline (49 MiB). 16 MiB is below
     /// what a case leaks when it leaks: each retained max-size frame is 8 MiB, and 1200
-    /// pre-handshake connections cost ~35 MiB while held. (Measured on main 8ecf254: after
-    /// those 1200 connections are all closed RSS stays ~39 MiB up, the one open question.)
+    /// pre-handshake connections cost ~35 MiB while held. (Until the allocator tuning took
+    /// effect, RSS stayed ~39 MiB up after those 1200 connections had all closed; now ~2 MiB.)
     static let descriptorSlack = 2
     static let rssSlackKiB = 16 * 1024
 

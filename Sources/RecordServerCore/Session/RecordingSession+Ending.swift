@@ -1,0 +1,227 @@
+import Foundation
+import Shared
+
+/// Every way a session finishes. Each checks the phase and acts in one turn of the actor,
+/// leaves its files in a final state, writes the catalog rows and reads the files back into
+/// them (``CatalogReconciler``); a catalog write that fails is retried (``repairCatalog()``).
+extension RecordingSession {
+    /// The agent closed the session: finalize into a regular MP4.
+    func close() throws(ProtocolError) -> UInt64 {
+        guard !isFinished, muxer != nil else { throw ProtocolError(.unknownSession, "session \(id) has finished") }
+        finalize(as: .completed, reason: nil)
+        guard case .finished(.completed, _) = phase else {
+            throw ProtocolError(.storageFailure, "session \(id) could not be finalized")
+        }
+        return acknowledged
+    }
+
+    /// A session-scoped error ends the session it names (protocol.md §8), whoever raised it:
+    /// finalized as `failed` with every durable sample, or discarded when it never received
+    /// one. Returns the durable point for the `SessionClosed` that tells the agent.
+    func end(after error: ProtocolError) -> UInt64 {
+        if !isFinished {
+            if hasSamples {
+                finalize(as: .failed, reason: "\(error.code): \(error.message)")
+            } else {
+                discardEmpty(reason: "\(error.code): \(error.message)")
+            }
+        }
+        if case .finished(.cancelled, _) = phase { return 0 }
+        return acknowledged
+    }
+
+    /// Ends a session that never received a sample and removes every trace of it: its
+    /// directory (with the sidecar) and its catalog rows.
+    func discardEmpty(reason: String) {
+        guard !isFinished else { return }
+        muxer?.cancel()
+        do { try FileManager.default.removeItem(atPath: directory) } catch {
+            logger.warning("could not remove the empty session's directory", metadata: ["directory": "\(directory)", "error": "\(error)"])
+        }
+        catalogWrite("delete the empty session's rows") { try catalog.deleteSession(id: id.value) }
+        phase = .finished(.cancelled, .erased)
+        metrics.sessionEnded(outcome: .cancelled)
+        reportQueue()
+        logger.notice("session ended before its first sample; nothing kept", metadata: ["reason": "\(reason)"])
+    }
+
+    /// Discard everything recorded: files, directory, and the files' rows; the session's row
+    /// says `cancelled`.
+    func cancel(reason: String) {
+        guard !isFinished else { return }
+        let files = filesOnDisk
+        muxer?.cancel()
+        for file in files {
+            catalogWrite("delete recording \(file.id)") { try catalog.deleteRecording(id: file.id) }
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+        phase = .finished(.cancelled, .written)
+        endReason = reason.isEmpty ? nil : reason
+        catalogWrite("session status") {
+            try catalog.updateSession(id: id.value, status: .cancelled, endedAt: Date(), error: endReason, durableSequence: 0)
+        }
+        metrics.sessionEnded(outcome: .cancelled)
+        reportQueue()
+        logger.notice("session cancelled; recording discarded", metadata: ["reason": "\(reason)"])
+    }
+
+    /// Graceful server shutdown: stop as a crash would, but cleanly. The file keeps every
+    /// durable fragment and the catalog keeps the session as `recording`. After the restart,
+    /// the server finds it unfinished and waits one resume window for the agent, which
+    /// resends everything past the ack point into the same file. If the agent does not come
+    /// back, the server finalizes the file by recovery. A graceful restart therefore loses
+    /// no sample, as a `kill -9` does not either.
+    func suspend() {
+        guard !isFinished else { return }
+        if case .dormant = phase {
+            phase = .suspended
+            logger.notice("session still waits for its agent; left for the next start")
+            return
+        }
+        muxer?.suspend()
+        phase = .suspended
+        persistTracks()
+        logger.notice("session suspended for the server restart; the agent can resume it into the same file",
+                      metadata: ["acknowledged": "\(acknowledged)"])
+    }
+
+    /// Finish now with what is there, the agent not asked: finalized as `status` (the resume
+    /// window passed: `interrupted`; an operator's stop without the agent: `completed`), or,
+    /// for a session found after a restart, its files finalized by recovery (`recovered`).
+    func expire(as status: RecordingStatus = .interrupted) {
+        switch phase {
+        case .finished, .suspended:
+            return
+        case .dormant:
+            recoverFiles()
+        case .attached, .detached:
+            finalize(as: status, reason: status == .interrupted ? "agent did not resume within \(settings.resumeWindow)" : nil)
+            reconcileCatalog()
+        }
+    }
+
+    /// Finishes the session if its agent has not resumed it by its deadline: finalized as
+    /// `interrupted`, or recovered when it was found after a restart. One actor turn checks
+    /// and acts, so a resume cannot slip in between. Returns whether the session is over (for
+    /// whatever reason).
+    func expireIfAbandoned(_ now: ContinuousClock.Instant) -> Bool {
+        switch phase {
+        case .detached(let deadline) where now >= deadline, .dormant(let deadline) where now >= deadline: expire()
+        default: break
+        }
+        return isFinished
+    }
+
+    func fail(_ status: RecordingStatus, _ reason: String) {
+        guard !isFinished, let muxer else { return }
+        guard muxer.status != .running else {
+            finalize(as: status, reason: reason)
+            return
+        }
+        // The muxer stopped on an I/O error: the file is fragmented but every durable
+        // fragment is intact. Try to finalize it now; if that fails too, recovery can later.
+        let files = filesOnDisk
+        for file in files {
+            // A segment that closed while the session went on is complete whatever happened later.
+            let last = file.index == files.last?.index
+            let fileStatus = last ? status : .completed
+            do {
+                let report = try MP4Recovery.recover(path: file.path)
+                recordSegmentFile(file.index, path: file.path, status: fileStatus, size: Int64(report.fileSize), error: last ? reason : nil)
+            } catch where error.code == .noCompleteFragment {
+                // Nothing of it ever became durable: no media, nothing acknowledged. It goes.
+                RandomAccessFile.remove(file.path)
+                catalogWrite("delete empty recording \(file.id)") { try catalog.deleteRecording(id: file.id) }
+            } catch {
+                recordSegmentFile(file.index, path: file.path, status: fileStatus, size: nil,
+                                  error: reason + " (file left fragmented; run recordctl recover)")
+            }
+        }
+        finished(as: status, reason: reason)
+        logger.error("session failed", metadata: ["error": "\(reason)"])
+    }
+
+    func finalize(as status: RecordingStatus, reason: String?) {
+        guard let muxer else { return }
+        do {
+            let summary = try muxer.finish()
+            _ = try? process(summary.events.filter { if case .segmentCompleted = $0 { false } else { true } })
+            settleAcknowledged(durableThrough: muxer.durableThroughSequence)
+            for segment in summary.segments { recordSegment(segment, status: status) }
+            finished(as: status, reason: reason)
+            logger.notice("session finalized", metadata: ["status": "\(status.rawValue)", "files": "\(summary.segments.map(\.path))"])
+        } catch {
+            fail(.failed, "finalize failed: \(error.message)")
+        }
+    }
+
+    /// The common end of finalize and fail: the phase, the session's row (with the durable
+    /// point its agent is told), its tracks, and the files to be read back.
+    private func finished(as status: RecordingStatus, reason: String?) {
+        phase = .finished(status, .written)
+        endReason = reason
+        catalogWrite("session status") {
+            try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason, durableSequence: acknowledged)
+        }
+        persistTracks()
+        reconcilePending = true
+        metrics.sessionEnded(outcome: status)
+        reportQueue()
+    }
+
+    /// Finalizes by recovery the files of a session found after a restart whose agent did not
+    /// resume it (or that an operator stopped), and marks it `recovered` (or `failed`). A file
+    /// that never held a complete fragment holds nothing acknowledged and is removed.
+    /// Idempotent: ``repairCatalog()`` runs it again after a failed catalog write.
+    func recoverFiles(again: Bool = false) {
+        let files: [RecordingRecord]
+        do { files = try recordingRows() } catch {
+            // Without its rows the files are not known: try again at the next sweep.
+            logger.error("cannot read the session's recordings from the catalog; its recovery is retried", metadata: ["error": "\(error)"])
+            metrics.catalogWriteFailed()
+            owesCatalog = true
+            if !again { endByRecovery(.recovered) }
+            return
+        }
+        var finalized: [String] = [], failures: [String] = [], emptied: [String] = []
+        for var recording in files where recording.status == .recording {
+            do {
+                let report = try MP4Recovery.recover(path: recording.path)
+                recording.status = .recovered
+                recording.sizeBytes = Int64(report.fileSize)
+                recording.finishedAt = Date()
+                catalogWrite("recording \(recording.id)") { try catalog.upsertRecording(recording) }
+                finalized.append(recording.path)
+            } catch where error.code == .noCompleteFragment {
+                // Not one fragment became durable (the server died within the first second):
+                // the file holds no media and nothing of it was acknowledged. It goes.
+                RandomAccessFile.remove(recording.path)
+                catalogWrite("delete empty recording \(recording.id)") { try catalog.deleteRecording(id: recording.id) }
+                emptied.append(recording.path)
+            } catch {
+                failures.append("\(recording.path): \(error.message)")
+                recording.status = .failed
+                recording.error = error.message
+                catalogWrite("recording \(recording.id)") { try catalog.upsertRecording(recording) }
+            }
+        }
+        if finalized.isEmpty, failures.isEmpty, !emptied.isEmpty { failures.append("no fragment was ever durable: nothing was recorded") }
+        let status: RecordingStatus = failures.isEmpty ? .recovered : .failed
+        endReason = failures.isEmpty ? nil : failures.joined(separator: "; ")
+        catalogWrite("session status") { try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: endReason) }
+        if !CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value) { owesCatalog = true }
+        guard !again else {
+            phase = .finished(status, .recovered)
+            if !owesCatalog { logger.notice("the recovered session's catalog rows are written after an earlier failure") }
+            return
+        }
+        endByRecovery(status)
+        logger.notice("unfinished session not resumed in time; finalized by recovery", metadata: [
+            "files": "\(finalized)", "removed_empty": "\(emptied)", "failures": "\(failures)"])
+    }
+
+    private func endByRecovery(_ status: RecordingStatus) {
+        phase = .finished(status, .recovered)
+        metrics.sessionEnded(outcome: status)
+    }
+}
