@@ -226,7 +226,10 @@ final class MessageBatchDecoderHandler: ChannelDuplexHandler, RemovableChannelHa
         failed = true
     }
 
+    /// The connection is over: its partly received frame no longer counts against a budget,
+    /// so it must not stay in memory either.
     private func releaseCharge() {
+        decoder.discardBufferedBytes()
         guard let guards, charged > 0 else { return }
         (authenticated ? guards.partialFrames : guards.preAuthentication).release(charged)
         charged = 0

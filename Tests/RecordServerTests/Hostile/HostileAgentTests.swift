@@ -15,14 +15,6 @@ import Testing
 struct HostileAgentTests {
     // MARK: Harness
 
-    /// Open in issue 14: during a flood of partial 8 MiB frames the server's peak RSS goes
-    /// above baseline + 2 × the partial-frame budget (716 MiB for a 256 MiB budget, baseline
-    /// 54 MiB), although it returns to the baseline once the flood is over. Marked, not
-    /// hidden: this check fails the known issue. (RSS not returning to the baseline after
-    /// mass connections was the other half: the allocator tuning never took effect; fixed,
-    /// see MallocTuningTests.)
-    static let rssIssue: Comment = "issue 14 (open): peak RSS during a partial-frame flood is above baseline + 2 × budget"
-
     /// Runs `body` while a good session streams, then checks the good file and the server's
     /// resources.
     func hostileCase(_ name: String, _ body: (HostileServer) async throws -> Void) async throws {
@@ -679,9 +671,9 @@ struct HostileAgentTests {
             #expect(refused > 0, "150 × 8 MiB exceeds the 256 MiB partial-frame budget: some connections must get budgetExhausted")
             #expect(other.isEmpty, "only budgetExhausted is expected")
             // Budget 256 MiB plus baseline plus generous bookkeeping (TLS records, NIO buffers).
-            withKnownIssue(Self.rssIssue, isIntermittent: true) {
-                #expect(peak < server.baseline.rssKiB + (256 + 256) * 1024, "peak RSS \(peak / 1024) MiB")
-            }
+            // Issue 14: it was 648-716 MiB while refused connections kept their partial frames
+            // (no longer charged to the budget) until their tasks let go; now ~360 MiB.
+            #expect(peak < server.baseline.rssKiB + (256 + 256) * 1024, "peak RSS \(peak / 1024) MiB")
             for (client, sender, _) in outcomes {
                 await client.close()
                 _ = await sender.result
