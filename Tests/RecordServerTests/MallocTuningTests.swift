@@ -1,9 +1,10 @@
 #if canImport(Glibc)
 import CMallocTuning
 import Glibc
+@testable import RecordServerCore
 import Testing
 
-/// record-server returns memory freed by connections that came and went (issue 14): a 64 KiB
+/// record-server returns memory freed by connections that came and went (issue 14): a 128 KiB
 /// mmap threshold and trim threshold at start-up, and a whole-heap trim every few seconds.
 /// Until this test, the C shim tested `__GLIBC__` before including any libc header, so both
 /// functions were the non-glibc stubs: nothing was ever set or trimmed (RSS stayed ~40 MiB up
@@ -11,7 +12,7 @@ import Testing
 @Suite("glibc allocator tuning")
 struct MallocTuningTests {
     @Test func theSettingsTakeEffect() {
-        #expect(cmalloc_return_freed_memory(64 * 1024) == 1)
+        #expect(cmalloc_return_freed_memory(RecordServerCommand.mmapThreshold) == 1)
     }
 
     @Test func aTrimReturnsMemoryFreedBetweenLiveBlocks() throws {
