@@ -33,7 +33,7 @@ fuzz_setup() {
 # with FUZZ_JOBS > 1 run independent processes (-jobs/-workers) rather than -fork, which
 # re-runs its share of the corpus every few seconds and costs more than it finds here.
 fuzz_file_target_args() {
-    args+=(-timeout=10 -malloc_limit_mb=512)
+    args+=(-timeout=60 -malloc_limit_mb=512)
     if [ "$jobs" -gt 1 ]; then
         args=(-runs=$((runs / jobs)) "${args[@]:1}" -jobs="$jobs" -workers="$jobs")
     fi
