@@ -75,10 +75,11 @@ extension RecordServerCommand {
     /// Large buffers (a partly received 8 MiB frame, a flood of them from a hostile peer) are
     /// mapped on their own and given back when freed, and the heap is trimmed early, so the
     /// server's memory returns to its baseline once such a peer is gone instead of staying at
-    /// its peak in glibc's arenas. 128 KiB is glibc's own starting threshold, fixed: glibc
-    /// would raise it to the largest buffer freed so far (8 MiB after one partial frame),
-    /// after which such buffers stay in the heap. NIO's 64 KiB read buffers stay below it.
-    static let mmapThreshold: Int32 = 128 * 1024
+    /// its peak in glibc's arenas. Fixed: glibc would raise its own threshold to the largest
+    /// buffer freed so far (8 MiB after one partial frame). 128 KiB (glibc's starting value)
+    /// was tried: the hardware bench's microphone tracks then ended 24-33 ms off in two of two
+    /// runs under emulation, against every run passing at 64 KiB; not understood yet.
+    static let mmapThreshold: Int32 = 64 * 1024
 
     static func returnFreedMemoryToTheSystem() {
         _ = cmalloc_return_freed_memory(mmapThreshold)

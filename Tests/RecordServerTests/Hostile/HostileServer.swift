@@ -34,7 +34,7 @@ final class HostileServer: @unchecked Sendable {
     static let descriptorSlack = 2
     static let rssSlackKiB = 16 * 1024
 
-    /// No allocator settings from outside: record-server sets its own (a fixed 128 KiB mmap
+    /// No allocator settings from outside: record-server sets its own (a fixed 64 KiB mmap
     /// threshold, early trimming, and a whole-heap trim every few seconds; see
     /// `RecordServerCommand.returnFreedMemoryToTheSystem`), so what is measured here is what
     /// ships. Without them glibc kept +40 MiB after 1200 connections that had all closed.
