@@ -34,6 +34,7 @@ extension RecordingSession {
     }
 
     func recordSegmentFile(_ index: Int, path: String, status: RecordingStatus, size: Int64?, error: String?) {
+        // An unreadable row is written afresh; the write below reports its own failure.
         var record = (try? catalog.recording(id: Self.recordingID(id, index))) ?? RecordingRecord(
             id: Self.recordingID(id, index), sessionID: id.value, agentID: agentID, segmentIndex: index, path: path,
             status: status, createdAt: startedAt)
@@ -123,6 +124,7 @@ extension RecordingSession {
     /// closed: ``recordingRows()`` (none when the catalog cannot be read).
     var filesOnDisk: [SessionFile] {
         guard let configuration = muxer?.configuration else {
+            // A catalog that cannot be read gives no files: the caller's writes then fail, are counted and retried.
             return ((try? recordingRows()) ?? []).map { SessionFile(index: $0.segmentIndex, path: $0.path, id: $0.id) }
         }
         var all = recordedSegments
@@ -137,6 +139,7 @@ extension RecordingSession {
     /// the file and writing its row, or the row's write failed.
     func recordingRows() throws -> [RecordingRecord] {
         var all = try catalog.recordings(sessionID: id.value)
+        // No directory: no unlisted files to add; the rows are all there is.
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return all }
         for name in names.sorted() where name.hasSuffix(".mp4") {
             let path = directory + "/" + name

@@ -54,6 +54,7 @@ extension RecordingSession {
         for file in files {
             catalogWrite("delete recording \(file.id)") { try catalog.deleteRecording(id: file.id) }
         }
+        // Cancelled means discarded: a directory that cannot be removed holds nothing the catalog lists.
         try? FileManager.default.removeItem(atPath: directory)
         phase = .finished(.cancelled, .written)
         endReason = reason.isEmpty ? nil : reason
@@ -145,6 +146,7 @@ extension RecordingSession {
         guard let muxer else { return }
         do {
             let summary = try muxer.finish()
+            // Only acks and rows for fragments written by finish(); a refusal here is already past the ack point.
             _ = try? process(summary.events.filter { if case .segmentCompleted = $0 { false } else { true } })
             settleAcknowledged(durableThrough: muxer.durableThroughSequence)
             for segment in summary.segments { recordSegment(segment, status: status) }

@@ -246,6 +246,7 @@ public actor SessionRegistry {
         let deadline = clock.now + settings.resumeWindow
         for record in unfinished {
             guard let id = try? SessionID(validating: record.id) else { continue }
+            // The layout's name; if locating fails, the same default the layout uses (resume reports any real problem).
             let baseName = (try? locate(record.agentID, id, record.createdAt).baseName) ?? StorageLayout.baseName
             sessions[id] = RecordingSession(foundAfterRestart: record, id: id, baseName: baseName, deadline: deadline,
                                             catalog: catalog, settings: settings, metrics: metrics, logger: logger)

@@ -43,6 +43,7 @@ enum SessionSidecar {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
         try handle.synchronize()
         try handle.close()
+        // Absent on first write; the rename below fails loudly if the old file is really in the way.
         try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.moveItem(atPath: temporary, toPath: path)
     }
