@@ -22,7 +22,14 @@ totals() {
   [ -n "$summary" ] && echo "$2: $((total - failed)) passed, $failed failed"
   return 0
 }
+# What failed, repeated at the very end of the output (a CI report often keeps only its tail).
+failures=""
+collect_failures() {
+  failures+=$(grep -E "^✘ Test .* (recorded an issue|failed after)" "$1" | grep -v "^✘ Test run with" | cut -c1-400 | head -n 40 || true)
+  failures+=$'\n'
+}
 totals "$log" tests
+collect_failures "$log"
 
 # The hardware bench: real kernel drivers (vivid, snd-aloop, snd-dummy, v4l2loopback) in a
 # QEMU guest, recorded by this build's capture-agent and record-server (docs/agent.md
@@ -35,6 +42,11 @@ if [ "${SKIP_HARDWARE_BENCH:-0}" != 1 ]; then
   HARDWARE_BENCH_RESULTS=$bench swift test --skip-build --filter HardwareBenchTests 2>&1 | tee "$bench_log" || status=1
   grep -h "bench figure:" "$bench_log" | sort -u || true
   totals "$bench_log" "hardware bench"
+  collect_failures "$bench_log"
   echo "hardware bench: $(( $(date +%s) - started )) s"
+fi
+if [ -n "${failures//[$'\n']/}" ]; then
+  echo "failures (from $log${bench_log:+ and $bench_log}):"
+  printf '%s\n' "$failures" | sed '/^$/d'
 fi
 exit "$status"

@@ -55,16 +55,8 @@ public final class RecordServer: Sendable {
         ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator,
                               readCoalescing: .milliseconds(configuration.readCoalescingMillis), budgets: configuration.ingestBudgets)
 
-        var settings = SessionSettings()
-        settings.fragmentDuration = Int64(configuration.fragmentSeconds * 1e9)
-        settings.durability = configuration.fsync == .none ? .none : .fsyncEveryFragment
-        settings.maxSegmentDuration = configuration.segment.maxSeconds.map { Int64($0 * 1e9) }
-        settings.maxSegmentBytes = configuration.segment.maxBytes
-        settings.maxQueuedBytesPerTrack = configuration.sessionQueueBytes
-        settings.failSessionOnTrackError = configuration.failSessionOnTrackError
-        settings.resumeWindow = .seconds(configuration.resumeWindowSeconds)
         let storage = self.storage
-        registry = SessionRegistry(catalog: catalog, settings: settings, maxSessions: configuration.maxSessions,
+        registry = SessionRegistry(catalog: catalog, settings: configuration.sessionSettings, maxSessions: configuration.maxSessions,
                                    maxSessionsPerAgent: configuration.maxSessionsPerAgent, metrics: metrics,
                                    logger: logger, dataDirectory: configuration.dataDirectory) { agentID, sessionID, date in
             try storage.locate(agentID: agentID, sessionID: sessionID, date: date)

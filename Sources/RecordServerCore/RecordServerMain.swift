@@ -77,8 +77,8 @@ extension RecordServerCommand {
     /// server's memory returns to its baseline once such a peer is gone instead of staying at
     /// its peak in glibc's arenas. Fixed: glibc would raise its own threshold to the largest
     /// buffer freed so far (8 MiB after one partial frame). 128 KiB (glibc's starting value)
-    /// was tried: the hardware bench's microphone tracks then ended 24-33 ms off in two of two
-    /// runs under emulation, against every run passing at 64 KiB; not understood yet.
+    /// gave the same memory figures (docs/benchmarks.md); the hardware-bench failures once
+    /// blamed on it were the bench's own measurement, which failed at 64 KiB as well.
     static let mmapThreshold: Int32 = 64 * 1024
 
     static func returnFreedMemoryToTheSystem() {

@@ -76,7 +76,10 @@ struct DecodedAudio {
     /// Sample positions where a `frequency` beep begins: 5 ms windows every 1 ms; an onset is a
     /// window above half the loudest window after at least `quiet` seconds below it. The
     /// position is refined to the first sample above a quarter of the beep's amplitude.
-    static func beepOnsets(_ samples: [Double], frequency: Double, quiet: Double = 0.5) -> [Int] {
+    /// A beep already sounding when the audio begins has no onset in it: the recording started
+    /// during the beep (measured: a first spacing of 45119 samples, the recording having begun
+    /// 60 ms into a beep), so loudness within `beepLength` seconds of the start is not one.
+    static func beepOnsets(_ samples: [Double], frequency: Double, quiet: Double = 0.5, beepLength: Double = 0.1) -> [Int] {
         let window = rate / 200, hop = rate / 1000
         var levels: [Double] = []
         var start = 0
@@ -88,7 +91,7 @@ struct DecodedAudio {
         var onsets: [Int] = []
         var lastLoud: Int?
         for (i, level) in levels.enumerated() where level > loudest / 2 {
-            if lastLoud.map({ (i - $0) * hop > Int(quiet * Double(rate)) }) ?? true {
+            if lastLoud.map({ (i - $0) * hop > Int(quiet * Double(rate)) }) ?? (i * hop >= Int(beepLength * Double(rate))) {
                 // The beep starts within this window: its first sample of notable amplitude.
                 let from = i * hop
                 let firstLoud = (from..<min(samples.count, from + window)).first { abs(samples[$0]) > loudest / 4 } ?? from

@@ -121,12 +121,17 @@ extension ProbeResult {
     }
 
     /// Start and end (seconds) of a stream from its packets: first pts, last pts + duration.
+    ///
+    /// The last packet counts whole (as long as the one before it when that is longer):
+    /// ffmpeg's mov demuxer cuts a delayed track's final packet short by its empty edit — a
+    /// track starting 17.6 ms into the recording "ended" 17.6 ms early, also in a file
+    /// ffmpeg wrote itself with `-itsoffset` (final audio packet duration N/A) — while the
+    /// edit list says the track runs to the end of that packet.
     func span(of stream: ProbeStream) -> (start: Double, end: Double)? {
         let tick = secondsPerTick(stream)
-        let packets = packets(stream: stream.index)
-        guard let first = packets.compactMap(\.pts).min(),
-              let last = packets.filter({ $0.pts != nil }).max(by: { $0.pts! < $1.pts! })
-        else { return nil }
-        return (Double(first) * tick, Double(last.pts! + (last.duration ?? 0)) * tick)
+        let packets = packets(stream: stream.index).filter { $0.pts != nil }.sorted { $0.pts! < $1.pts! }
+        guard let first = packets.first?.pts, let last = packets.last else { return nil }
+        let lastDuration = max(last.duration ?? 0, packets.dropLast().last?.duration ?? 0)
+        return (Double(first) * tick, Double(last.pts! + lastDuration) * tick)
     }
 }

@@ -4,22 +4,32 @@ import Logging
 import Shared
 import Testing
 
-/// A catalog whose writes fail while `failing` is set (a full disk, a locked database); reads
-/// still work. Everything else is the real SQLite catalog.
+/// A catalog whose writes fail while `failing` says so (a full disk, a locked database);
+/// reads still work. Everything else is the real SQLite catalog.
 final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
+    enum Failing: Sendable {
+        case none
+        case allWrites
+        /// Only a session row's update fails: the writes before it (its files' rows) succeed.
+        case sessionUpdates
+    }
+
     let real: Catalog
     private let lock = NSLock()
-    private var failingNow = false
-    var failing: Bool {
+    private var failingNow = Failing.none
+    var failing: Failing {
         get { lock.withLock { failingNow } }
         set { lock.withLock { failingNow = newValue } }
     }
 
     init(_ real: Catalog) { self.real = real }
 
-    private func write<T>(_ body: () throws -> T) throws -> T {
-        if failing { throw CatalogError(.queryFailed, "database or disk is full (test)") }
-        return try body()
+    private func write<T>(sessionUpdate: Bool = false, _ body: () throws -> T) throws -> T {
+        switch failing {
+        case .allWrites: throw CatalogError(.queryFailed, "database or disk is full (test)")
+        case .sessionUpdates where sessionUpdate: throw CatalogError(.queryFailed, "database is locked (test)")
+        case .none, .sessionUpdates: return try body()
+        }
     }
 
     func recordAgentSeen(_ agent: AgentRecord) throws { try write { try real.recordAgentSeen(agent) } }
@@ -27,7 +37,7 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
     func insertSession(_ session: SessionRecord) throws { try write { try real.insertSession(session) } }
     func session(id: String) throws -> SessionRecord? { try real.session(id: id) }
     func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?, durableSequence: UInt64?) throws {
-        try write { try real.updateSession(id: id, status: status, endedAt: endedAt, error: error, durableSequence: durableSequence) }
+        try write(sessionUpdate: true) { try real.updateSession(id: id, status: status, endedAt: endedAt, error: error, durableSequence: durableSequence) }
     }
     func unfinishedSessions() throws -> [SessionRecord] { try real.unfinishedSessions() }
     func finishedSessionsWithStaleRows() throws -> [SessionRecord] { try real.finishedSessionsWithStaleRows() }
@@ -73,7 +83,7 @@ struct CatalogRetryTests {
 
         let session = try await registry.openSession(content.open, agentID: "agent-1", connection: 1)
         _ = await session.append(content.samples[...])
-        catalog.failing = true  // the disk fills up just before the close
+        catalog.failing = .allWrites  // the disk fills up just before the close
         _ = try await session.close()
         await registry.sessionEnded(session)
         await session.reconcileCatalog()
@@ -83,7 +93,7 @@ struct CatalogRetryTests {
 
         await registry.sweep()  // still failing: nothing is lost, it is tried again later
         #expect(await session.owesCatalog)
-        catalog.failing = false
+        catalog.failing = .none
         await registry.sweep()
         #expect(await session.owesCatalog == false)
 
@@ -148,13 +158,13 @@ struct CatalogRetryTests {
         #expect(await restarted.liveSessions().map(\.state) == ["suspended"])
         #expect(await restarted.runningSessionID(of: "agent-1") == "s-dormant", "a start for its agent is refused while it waits")
 
-        catalog.failing = true
+        catalog.failing = .allWrites
         await restarted.sweep(now: .now + .seconds(3600))  // the resume window has passed
         #expect(await restarted.liveSessions().isEmpty, "finished, although its rows could not be written")
         #expect(try catalog.real.session(id: "s-dormant")?.status == .recording)
         #expect(Self.failures(metrics) > 0)
 
-        catalog.failing = false
+        catalog.failing = .none
         await restarted.sweep(now: .now + .seconds(3600))
         let row = try #require(try catalog.real.session(id: "s-dormant"))
         #expect(row.status == .recovered && row.error == nil)
@@ -162,5 +172,38 @@ struct CatalogRetryTests {
         #expect(recording.status == .recovered)
         try Oracle.expectCatalogMatchesFile(recording, tracks: try catalog.real.tracks(sessionID: "s-dormant"))
         #expect(try MP4Inspection.inspect(path: recording.path).layout.hasPrefix("progressive"), "recovery finalized the file")
+    }
+
+    /// The first attempt wrote the file's row (`failed`: its file could not be recovered) but
+    /// not the session's. The retry writes what that attempt found, and does not recover the
+    /// files again — which would find no file left `recording` and call the session
+    /// `recovered`.
+    @Test func aRecoveryThatFailedStaysFailedWhenItsSessionRowIsWrittenLater() async throws {
+        let directory = NSTemporaryDirectory() + "catalog-retry-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let catalog = FlakyCatalog(try Catalog(path: directory + "/catalog.sqlite"))
+        let content = try SessionContent.make(sessionID: "s-lost", seconds: 2)
+        do {
+            let first = registry(catalog, directory: directory, metrics: ServerMetrics())
+            let session = try await first.openSession(content.open, agentID: "agent-1", connection: 1)
+            _ = await session.append(content.samples[...])
+            await first.shutdown()
+        }
+        let file = try #require(try catalog.real.recordings(sessionID: "s-lost").first).path
+        try FileManager.default.removeItem(atPath: file)  // lost while the server was down
+        let restarted = registry(catalog, directory: directory, metrics: ServerMetrics())
+        await restarted.loadUnfinishedSessions()
+
+        catalog.failing = .sessionUpdates
+        await restarted.sweep(now: .now + .seconds(3600))
+        #expect(try catalog.real.recordings(sessionID: "s-lost").first?.status == .failed, "the file's row was written")
+        #expect(try catalog.real.session(id: "s-lost")?.status == .recording, "the session's was not")
+
+        catalog.failing = .none
+        await restarted.sweep(now: .now + .seconds(3600))
+        let row = try #require(try catalog.real.session(id: "s-lost"))
+        #expect(row.status == .failed)
+        #expect(row.error?.contains(file) == true, "the row names the file: \(row.error ?? "no error")")
     }
 }

@@ -276,8 +276,14 @@ private final class ConfigFixture {
         config.segment = .init(maxSeconds: 300, maxBytes: 1 << 30)
         config.failSessionOnTrackError = true
         config.resumeWindowSeconds = 90
+        config.sessionQueueBytes = 3 << 20
+        config.fragmentSeconds = 0.1234567896  // rounded to the nanosecond, not truncated
         let settings = config.sessionSettings
-        #expect(settings.fragmentDuration == 500_000_000)
+        #expect(settings.fragmentDuration == 123_456_790)
+        #expect(settings.maxQueuedBytesPerTrack == 3 << 20)
+        config.fragmentSeconds = 0.5
+        let halfSecond = config.sessionSettings
+        #expect(halfSecond.fragmentDuration == 500_000_000)
         #expect(settings.durability == .none)
         #expect(settings.maxSegmentDuration == 300_000_000_000)
         #expect(settings.maxSegmentBytes == 1 << 30)

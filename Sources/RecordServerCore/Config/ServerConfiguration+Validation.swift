@@ -173,13 +173,15 @@ extension ServerConfiguration {
         RetentionPolicy(maxAge: retention.maxAgeDays.map { $0 * 86_400 }, maxTotalBytes: retention.maxTotalBytes)
     }
 
-    /// How sessions record, as the session layer takes it.
+    /// How sessions record, as the session layer takes it: the one derivation, used by the
+    /// server (``RecordServer``) and tested (ConfigurationTests).
     public var sessionSettings: SessionSettings {
         var settings = SessionSettings()
         settings.fragmentDuration = Int64((fragmentSeconds * 1e9).rounded())
         settings.durability = fsync == .fragment ? .fsyncEveryFragment : .none
         settings.maxSegmentDuration = segment.maxSeconds.map { Int64(($0 * 1e9).rounded()) }
         settings.maxSegmentBytes = segment.maxBytes
+        settings.maxQueuedBytesPerTrack = sessionQueueBytes
         settings.failSessionOnTrackError = failSessionOnTrackError
         settings.resumeWindow = .seconds(resumeWindowSeconds)
         return settings

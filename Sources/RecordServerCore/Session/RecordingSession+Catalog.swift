@@ -75,8 +75,12 @@ extension RecordingSession {
         switch ending {
         case .erased:
             catalogWrite("delete the empty session's rows") { try catalog.deleteSession(id: id.value) }
-        case .recovered:
-            recoverFiles(again: true)
+        case .recovered(let result?):
+            writeRows(of: result)
+            if !owesCatalog { logger.notice("the recovered session's catalog rows are written after an earlier failure") }
+        case .recovered(nil):
+            // Its rows could not be read when its window passed: recover the files now.
+            recoverFiles()
         case .written:
             rewriteRows(status)
             if !owesCatalog { logger.notice("the session's catalog rows are written again after an earlier failure") }

@@ -173,57 +173,73 @@ extension RecordingSession {
 
     /// Finalizes by recovery the files of a session found after a restart whose agent did not
     /// resume it (or that an operator stopped), and marks it `recovered` (or `failed`). A file
-    /// that never held a complete fragment holds nothing acknowledged and is removed.
-    /// Idempotent: ``repairCatalog()`` runs it again after a failed catalog write.
-    func recoverFiles(again: Bool = false) {
-        let files: [RecordingRecord]
-        do { files = try recordingRows() } catch {
-            // Without its rows the files are not known: try again at the next sweep.
+    /// that never held a complete fragment holds nothing acknowledged and is removed. The
+    /// files are recovered once: what happened to them (``RecoveryResult``) is what the rows
+    /// say, and what ``repairCatalog()`` writes again after a failed write.
+    func recoverFiles() {
+        guard let result = recoverFilesOnDisk() else {
+            // The files are not known yet: repairCatalog() recovers them at a later sweep.
+            phase = .finished(.recovered, .recovered(nil))
+            return
+        }
+        finishRecovery(result)
+        logger.notice("unfinished session not resumed in time; finalized by recovery", metadata: [
+            "files": "\(result.files.map(\.record.path))", "status": "\(result.status.rawValue)",
+            "failures": "\(result.reason ?? "none")"])
+    }
+
+    /// The phase, the metric and the rows of a session whose files recovery has dealt with.
+    func finishRecovery(_ result: RecoveryResult) {
+        phase = .finished(result.status, .recovered(result))
+        metrics.sessionEnded(outcome: result.status)
+        writeRows(of: result)
+    }
+
+    /// Recovers each file the catalog lists as still `recording`; nil when the rows cannot
+    /// be read (the files are then not known).
+    private func recoverFilesOnDisk() -> RecoveryResult? {
+        let rows: [RecordingRecord]
+        do { rows = try recordingRows() } catch {
             logger.error("cannot read the session's recordings from the catalog; its recovery is retried", metadata: ["error": "\(error)"])
             metrics.catalogWriteFailed()
             owesCatalog = true
-            if !again { endByRecovery(.recovered) }
-            return
+            return nil
         }
-        var finalized: [String] = [], failures: [String] = [], emptied: [String] = []
-        for var recording in files where recording.status == .recording {
+        var result = RecoveryResult()
+        for var recording in rows where recording.status == .recording {
+            recording.finishedAt = Date()
             do {
                 let report = try MP4Recovery.recover(path: recording.path)
                 recording.status = .recovered
                 recording.sizeBytes = Int64(report.fileSize)
-                recording.finishedAt = Date()
-                catalogWrite("recording \(recording.id)") { try catalog.upsertRecording(recording) }
-                finalized.append(recording.path)
+                result.files.append(.recovered(recording))
             } catch where error.code == .noCompleteFragment {
                 // Not one fragment became durable (the server died within the first second):
                 // the file holds no media and nothing of it was acknowledged. It goes.
                 RandomAccessFile.remove(recording.path)
-                catalogWrite("delete empty recording \(recording.id)") { try catalog.deleteRecording(id: recording.id) }
-                emptied.append(recording.path)
+                result.files.append(.removedEmpty(recording))
             } catch {
-                failures.append("\(recording.path): \(error.message)")
                 recording.status = .failed
                 recording.error = error.message
-                catalogWrite("recording \(recording.id)") { try catalog.upsertRecording(recording) }
+                result.files.append(.failed(recording))
             }
         }
-        if finalized.isEmpty, failures.isEmpty, !emptied.isEmpty { failures.append("no fragment was ever durable: nothing was recorded") }
-        let status: RecordingStatus = failures.isEmpty ? .recovered : .failed
-        endReason = failures.isEmpty ? nil : failures.joined(separator: "; ")
-        catalogWrite("session status") { try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: endReason) }
-        if !CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value) { owesCatalog = true }
-        guard !again else {
-            phase = .finished(status, .recovered)
-            if !owesCatalog { logger.notice("the recovered session's catalog rows are written after an earlier failure") }
-            return
-        }
-        endByRecovery(status)
-        logger.notice("unfinished session not resumed in time; finalized by recovery", metadata: [
-            "files": "\(finalized)", "removed_empty": "\(emptied)", "failures": "\(failures)"])
+        return result
     }
 
-    private func endByRecovery(_ status: RecordingStatus) {
-        phase = .finished(status, .recovered)
-        metrics.sessionEnded(outcome: status)
+    /// Writes the rows of a recovered session from what recovery did, then reads its files
+    /// back; a write that fails leaves ``owesCatalog`` set for the next sweep.
+    func writeRows(of result: RecoveryResult) {
+        for file in result.files {
+            switch file {
+            case .recovered(let row), .failed(let row):
+                catalogWrite("recording \(row.id)") { try catalog.upsertRecording(row) }
+            case .removedEmpty(let row):
+                catalogWrite("delete empty recording \(row.id)") { try catalog.deleteRecording(id: row.id) }
+            }
+        }
+        endReason = result.reason
+        catalogWrite("session status") { try catalog.updateSession(id: id.value, status: result.status, endedAt: Date(), error: result.reason) }
+        if !CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value) { owesCatalog = true }
     }
 }

@@ -29,9 +29,10 @@ actor RecordingSession {
     enum Ending: Sendable, Equatable {
         /// As the session wrote (or deleted) them: it knows what they hold.
         case written
-        /// Finalized by recovery (a session found after a restart and not resumed); running
-        /// it again is idempotent and writes the same rows.
-        case recovered
+        /// Finalized by recovery (a session found after a restart and not resumed), with what
+        /// recovery did to each file; nil while its rows could not be read, so its files are
+        /// not recovered yet.
+        case recovered(RecoveryResult?)
         /// It never held a sample and left nothing: no file, no directory, no rows.
         case erased
     }
