@@ -106,7 +106,7 @@ struct FleetFaultTests {
         // The agent logs every acknowledgement at trace level; the log tells the test what the
         // server had promised was durable when the agent died.
         let logPath = fixture.directory.path + "/agent.log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        try #require(FileManager.default.createFile(atPath: logPath, contents: nil), "cannot create \(logPath)")
         agent.standardOutput = FileHandle.nullDevice
         agent.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try agent.run()

@@ -92,10 +92,8 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     private var channel: (any Channel)?
     private var connection = 0
     private var connected = false
-    private var pipelines: [SourcePipeline] = []
-    private var building = false
-    private var shuttingDown = false
-    private var stopping = false
+    private var capture = Capture.idle
+    private var lifecycle = Lifecycle.running
     private var ticker: RepeatedTask?
     private var durationTimer: Scheduled<Void>?
     /// A flush / a pump is already queued on the event loop (``flushSoon()``, ``pumpSoon()``).
@@ -105,8 +103,33 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     private var failure: AgentRuntimeError?
     /// Set once the server refused this agent for good; the next disconnect ends the agent.
     private var refusal: String?
-    /// `run()` has returned: no more reconnects or captures.
-    private var finished = false
+
+    /// Capture, one of these at a time.
+    private enum Capture {
+        /// No pipelines: waiting for a start (from the server, or `--record`'s own).
+        case idle
+        /// Devices are being opened, on a thread of their own (it may block).
+        case building
+        /// The session's pipelines run. `stopping`: every track was given the stop instant.
+        /// `endedTracks`: tracks whose source ended on its own (a file read to its end).
+        case running(pipelines: [SourcePipeline], stopping: Bool, endedTracks: Set<UInt8>)
+    }
+
+    /// The agent's own life.
+    private enum Lifecycle: Equatable {
+        case running
+        /// A stop was asked for: capture ends, the session closes, then the agent finishes.
+        case shuttingDown
+        /// `run()` returns: no more reconnects or captures.
+        case finished
+    }
+
+    private var pipelines: [SourcePipeline] {
+        if case .running(let pipelines, _, _) = capture { pipelines } else { [] }
+    }
+
+    private var finished: Bool { lifecycle == .finished }
+    private var shuttingDown: Bool { lifecycle == .shuttingDown }
 
     public init(settings: AgentSettings, clock: any MonotonicClock = SystemMonotonicClock(), logger: Logger,
                 group: any EventLoopGroup, random: any RandomNumberGenerator & Sendable = SplitMix64(seed: UInt64.random(in: .min ... .max))) throws {
@@ -140,17 +163,23 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     /// the server's SessionClosed. Safe from any thread (signal handlers).
     public func shutdown() {
         eventLoop.execute { [self] in
-            if shuttingDown {
+            switch lifecycle {
+            case .finished:
+                return
+            case .shuttingDown:
                 logger.warning("second stop request: exiting without waiting for the server")
                 finish()
                 return
+            case .running:
+                lifecycle = .shuttingDown
             }
-            shuttingDown = true
+            let building = if case .building = capture { true } else { false }
             guard machine.sessionID != nil || building else {
                 finish()
                 return
             }
             logger.info("stopping: ending tracks and closing the session (stop again to exit at once)")
+            // While devices are still being opened, the session they open is stopped at once (openSession).
             stopCapture()
             // The server may be gone for good (stopped together with this agent, host
             // shutdown): reconnecting forever would only end in the service manager's SIGKILL.
@@ -338,8 +367,8 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
 
     private func sessionEnded() {
         let ending = pipelines
-        pipelines = []
-        stopping = false
+        // A build in progress is left to finish; what it opens is decided then (openSession).
+        if case .running = capture { capture = .idle }
         durationTimer?.cancel()
         for pipeline in ending { pipeline.stop() }
         // Once a self-started recording is over (or a stop was asked for), the agent is done.
@@ -350,7 +379,7 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
 
     private func finish() {
         guard !finished else { return }
-        finished = true
+        lifecycle = .finished
         ticker?.cancel()
         channel?.close(promise: nil)
         if let failure {
@@ -363,11 +392,11 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     // MARK: Capture
 
     private func startCapture(labels: [Label]) {
-        guard !building, pipelines.isEmpty, machine.sessionID == nil else {
+        guard case .idle = capture, machine.sessionID == nil, !finished else {
             logger.warning("a session is already starting or running; start request ignored")
             return
         }
-        building = true
+        capture = .building
         let specs = settings.sources
         let clock = self.clock
         let epoch = clock.now()
@@ -405,7 +434,11 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                 }
             }
             eventLoop.execute { [self, problem, built] in
-                building = false
+                capture = .idle
+                if finished {  // a second stop request while the devices opened: exit at once
+                    for pipeline in built { pipeline.source.stop() }
+                    return
+                }
                 if let error = problem {
                     logger.error("cannot start capture: \(error)")
                     for pipeline in built { pipeline.source.stop() }
@@ -427,7 +460,7 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
         let id = settings.sessionID.flatMap { machine.sessionID == nil ? $0 : nil } ?? Self.newSessionID(agent: settings.agentID)
         var all = settings.labels
         for label in labels where !all.contains(where: { $0.key == label.key }) { all.append(label) }
-        pipelines = built
+        capture = .running(pipelines: built, stopping: false, endedTracks: [])
         perform(machine.openSession(id: id, labels: all, tracks: built.map(\.trackDescriptor), now: clock.now()))
         for pipeline in built { pipeline.run() }
         if shuttingDown {
@@ -442,11 +475,17 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     }
 
     private func stopCapture() {
-        guard !stopping else { return }
-        stopping = true
-        // One instant for every track: each ends there, within one unit (SourcePipeline.stop(at:)).
-        let instant = clock.now()
-        for pipeline in pipelines { pipeline.stop(at: instant) }
+        switch capture {
+        case .running(_, stopping: true, _):
+            return
+        case .running(let pipelines, stopping: false, let ended):
+            capture = .running(pipelines: pipelines, stopping: true, endedTracks: ended)
+            // One instant for every track: each ends there, within one unit (SourcePipeline.stop(at:)).
+            let instant = clock.now()
+            for pipeline in pipelines { pipeline.stop(at: instant) }
+        case .idle, .building:
+            break
+        }
         perform(machine.requestClose(now: clock.now()))
         pump()
     }
@@ -487,16 +526,13 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
             }
             perform(machine.endTrack(TrackEnd(track: track, reason: reason, message: String(message.utf8.prefix(1000)) ?? ""), now: clock.now()))
             // When every source has ended on its own (files), the recording is over.
-            if let pipeline = pipelines.first(where: { $0.track == track }) {
-                endedTracks.insert(pipeline.track)
-            }
-            if !pipelines.isEmpty, endedTracks.isSuperset(of: pipelines.map(\.track)) {
-                endedTracks = []
-                perform(machine.requestClose(now: clock.now()))
+            if case .running(let pipelines, let stopping, var ended) = capture, pipelines.contains(where: { $0.track == track }) {
+                ended.insert(track)
+                let allEnded = ended.isSuperset(of: pipelines.map(\.track))
+                capture = .running(pipelines: pipelines, stopping: stopping, endedTracks: allEnded ? [] : ended)
+                if allEnded { perform(machine.requestClose(now: clock.now())) }
             }
             pump()
         }
     }
-
-    private var endedTracks: Set<UInt8> = []
 }
