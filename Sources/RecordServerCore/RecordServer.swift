@@ -186,8 +186,12 @@ struct Housekeeping: Service {
 
     private func applyRetention() async {
         let live = await registry.liveSessionIDs()
+        let (retention, catalog, storage) = (self.retention, self.catalog, self.storage)
         do {
-            let deleted = try retention.apply(catalog: catalog, storage: storage, now: Date(), isLive: { live.contains($0) })
+            // File deletions and catalog writes block: on a storage thread, not the task pool.
+            let deleted = try await StorageExecutor.pool.runIfActive {
+                try retention.apply(catalog: catalog, storage: storage, now: Date(), isLive: { live.contains($0) })
+            }
             for r in deleted { logger.notice("retention deleted a recording", metadata: ["recording": "\(r.id)", "path": "\(r.path)", "bytes": "\(r.sizeBytes)"]) }
         } catch {
             logger.error("retention failed", metadata: ["error": "\(error)"])

@@ -22,6 +22,14 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
         set { lock.withLock { failingNow = newValue } }
     }
 
+    private var beforeAgentWriteHook: (@Sendable (AgentRecord) -> Void)?
+    /// Called on the writer's thread before an agent's row is written: a test may block
+    /// there, as a database lock would.
+    var beforeAgentWrite: (@Sendable (AgentRecord) -> Void)? {
+        get { lock.withLock { beforeAgentWriteHook } }
+        set { lock.withLock { beforeAgentWriteHook = newValue } }
+    }
+
     init(_ real: Catalog) { self.real = real }
 
     private func write<T>(sessionUpdate: Bool = false, _ body: () throws -> T) throws -> T {
@@ -32,7 +40,10 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
         }
     }
 
-    func recordAgentSeen(_ agent: AgentRecord) throws { try write { try real.recordAgentSeen(agent) } }
+    func recordAgentSeen(_ agent: AgentRecord) throws {
+        beforeAgentWrite?(agent)
+        try write { try real.recordAgentSeen(agent) }
+    }
     func agents() throws -> [AgentRecord] { try real.agents() }
     func insertSession(_ session: SessionRecord) throws { try write { try real.insertSession(session) } }
     func session(id: String) throws -> SessionRecord? { try real.session(id: id) }

@@ -7,6 +7,8 @@ import NIOCore
 /// brings in are parsed, muxed and acknowledged on the thread that read them, instead of
 /// waking a thread of the global pool for every read and the event loop again for every
 /// acknowledgement (measured: 22 % → 20 % of a core at 64 sessions, 1.8 % → 1.2 % at one).
+/// The `SessionRegistry` has an executor of its own (``StorageExecutor``): its catalog
+/// writes may wait on a database lock.
 final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
     private let eventLoop: any EventLoop
 

@@ -17,6 +17,11 @@ public actor SessionRegistry {
         let send: @Sendable (Message) async -> Void
     }
 
+    /// Catalog reads and writes block (SQLite waits up to its busy timeout): the registry runs
+    /// on a storage thread, not on the event loop of the connection that calls.
+    private nonisolated let executor = StorageExecutor()
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     let catalog: any RecordingCatalog
     nonisolated let dataDirectory: String
     nonisolated let startedAt = Date()
