@@ -139,9 +139,14 @@ struct MetricsTests {
     }
 
     @Test func durationConversion() {
-        #expect(ServerMetrics.nanoseconds(.seconds(2)) == 2_000_000_000)
-        #expect(ServerMetrics.nanoseconds(.microseconds(1)) == 1_000)
-        #expect(ServerMetrics.nanoseconds(.seconds(Int64.max)) == .max)
+        #expect(Duration.seconds(2).nanoseconds == 2_000_000_000)
+        #expect(Duration.microseconds(1).nanoseconds == 1_000)
+        #expect(Duration.seconds(Int64.max).nanoseconds == .max)
+        // Sub-second parts count (an idle timeout of 2.5 s was announced as 2000 ms).
+        #expect(Duration.milliseconds(2500).wireMilliseconds == 2500)
+        #expect(Duration.microseconds(1500).milliseconds == 1.5)
+        #expect(Duration.seconds(Int64.max).wireMilliseconds == .max)
+        #expect(Duration.seconds(-1).wireMilliseconds == 0)
         #expect(ServerMetrics.sanitizedLabel("") == "unspecified")
         #expect(ServerMetrics.sanitizedLabel(String(repeating: "x", count: 100)).count == 32)
     }

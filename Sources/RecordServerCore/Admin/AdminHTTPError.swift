@@ -79,7 +79,7 @@ struct AdminErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         logger.debug("admin request", metadata: [
             "method": "\(request.method.rawValue)", "path": "\(request.uri.path)",
             "status": "\(response.status.code)",
-            "ms": "\(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)",
+            "ms": "\(elapsed.milliseconds)",
         ])
         return response
     }

@@ -97,8 +97,8 @@ struct AgentConnection {
                 version: state.validator.negotiatedVersion ?? ProtocolVersion.current,
                 capabilities: hello.capabilities.intersection(.all), serverID: serverID,
                 softwareVersion: "record-server \(ServerVersion.current)", limits: limits.announced,
-                heartbeatIntervalMillis: UInt32(Self.heartbeatInterval.components.seconds * 1000), idleTimeoutMillis: UInt32(idleTimeout.components.seconds * 1000),
-                resumeWindowMillis: UInt32(min(await registry.resumeWindow.components.seconds * 1000, Int64(UInt32.max))))))
+                heartbeatIntervalMillis: Self.heartbeatInterval.wireMilliseconds, idleTimeoutMillis: idleTimeout.wireMilliseconds,
+                resumeWindowMillis: await registry.resumeWindow.wireMilliseconds)))
             let writer = outbound
             await registry.agentConnected(.init(
                 connection: connection,

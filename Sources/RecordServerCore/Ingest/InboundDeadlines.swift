@@ -69,12 +69,3 @@ struct InboundDeadlines {
         return now >= next.at ? next.expiry : nil
     }
 }
-
-extension Duration {
-    /// Whole nanoseconds, saturating.
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (ns, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : ns.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
-    }
-}

@@ -46,8 +46,7 @@ public struct IngestServer: Sendable {
             budgets: budgets, partialFrames: SharedByteBudget(name: "partial_frames", limit: budgets.partialFrameBytes),
             preAuthentication: SharedByteBudget(name: "pre_authentication", limit: budgets.preAuthenticationBytes), metrics: metrics,
             requiredALPN: tls == nil ? nil : MCRPTransport.alpnProtocol)
-        let readDelay = TimeAmount.nanoseconds(Int64(readCoalescing.components.seconds) * 1_000_000_000
-            + readCoalescing.components.attoseconds / 1_000_000_000)
+        let readDelay = TimeAmount(readCoalescing)
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

@@ -206,12 +206,12 @@ public final class ServerMetrics: IngestMetrics, Sendable {
 
     /// Records how long appending one fragment took.
     public func recordFragmentWrite(_ duration: Duration) {
-        fragmentWriteLatency.recordNanoseconds(Self.nanoseconds(duration))
+        fragmentWriteLatency.recordNanoseconds(duration.nanoseconds)
     }
 
     /// Records how long one `fsync` took.
     public func recordFsync(_ duration: Duration) {
-        fsyncLatency.recordNanoseconds(Self.nanoseconds(duration))
+        fsyncLatency.recordNanoseconds(duration.nanoseconds)
     }
 
     /// Sets the number of bytes waiting to become durable.
@@ -312,11 +312,5 @@ public final class ServerMetrics: IngestMetrics, Sendable {
             }
         }
         return out.isEmpty ? "unspecified" : out
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (ns, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : ns.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 }
