@@ -135,7 +135,7 @@ let package = Package(
         .testTarget(
             name: "RecordingTLSTests",
             dependencies: [
-                "RecordingTLS",
+                "RecordingTLS", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),

@@ -83,12 +83,13 @@ struct DecodedRecording {
 
 /// A record-server with a fresh CA in a temporary directory, and TLS settings for agents.
 final class EndToEndFixture: @unchecked Sendable {
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     let ca: CertificateAuthority
     var caPath: String { directory.path + "/ca.pem" }
     var dataDirectory: String { directory.path + "/data" }
 
     init() throws {
+        directory = try TemporaryDirectory(prefix: "capture-agent-tests")
         ca = try CertificateAuthority.create()
         try ca.certificatePEM.write(toFile: caPath, atomically: true, encoding: .utf8)
         let server = try ca.issueServerCertificate(hostnames: ["localhost"], ipAddresses: ["127.0.0.1"])

@@ -4,6 +4,7 @@ import NIOPosix
 import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 @testable import CaptureAgentCore
 
 /// Issue 13, finding 8: y4m and wav sources each took their own time zero when started, one
@@ -18,14 +19,14 @@ struct FileSourceSyncTests {
     func y4mAndWavRecordWithinOneFrameOfEachOtherInEveryRun() async throws {
         let runs = ProcessInfo.processInfo.environment["FILE_AV_RUNS"].flatMap(Int.init) ?? 3
         let fps = 30, seconds = 4
-        let files = TemporaryDirectory()
+        let files = try TemporaryDirectory(prefix: "capture-agent-tests")
         let pattern = TestPatternVideo(width: 320, height: 240, fps: fps)
         let frames = (0 ..< fps * seconds).map { i -> [UInt8] in
             let frame = pattern.frame(index: i)
             return frame.y + frame.u + frame.v
         }
-        let video = files.file("clip.y4m", y4m(header: "YUV4MPEG2 W320 H240 F30:1 Ip C420jpeg", frames: frames))
-        let audio = files.file("voice.wav", wav(samples: TestToneAudio().samples(from: 0, count: 48000 * seconds)))
+        let video = try files.file("clip.y4m", y4m(header: "YUV4MPEG2 W320 H240 F30:1 Ip C420jpeg", frames: frames))
+        let audio = try files.file("voice.wav", wav(samples: TestToneAudio().samples(from: 0, count: 48000 * seconds)))
 
         var offsets: [Double] = []
         for run in 1 ... runs {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import CaptureAgentCore
 
 /// A y4m file: the header line, then each frame after a FRAME line.
@@ -53,10 +54,10 @@ struct FileSourceTests {
     }
 
     @Test func readsY4MFramesWithFileTimestamps() throws {
-        let dir = TemporaryDirectory()
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
         let f0 = [UInt8](repeating: 10, count: 4 * 2) + [UInt8](repeating: 20, count: 2) + [UInt8](repeating: 30, count: 2)
         let f1 = [UInt8](repeating: 11, count: 8) + [UInt8](repeating: 21, count: 2) + [UInt8](repeating: 31, count: 2)
-        let path = dir.file("a.y4m", y4m(header: "YUV4MPEG2 W4 H2 F25:2 Ip", frames: [f0, f1]))
+        let path = try dir.file("a.y4m", y4m(header: "YUV4MPEG2 W4 H2 F25:2 Ip", frames: [f0, f1]))
         let clock = ManualClock(start: 3_000_000_000, autoAdvance: true)
         let source = Y4MFileSource(path: path, clock: clock, paced: true)
         try source.start()
@@ -79,10 +80,10 @@ struct FileSourceTests {
     }
 
     @Test func aTruncatedY4MFrameIsAClearError() throws {
-        let dir = TemporaryDirectory()
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
         var bytes = y4m(header: "YUV4MPEG2 W4 H2 F25:1", frames: [[UInt8](repeating: 1, count: 12)])
         bytes += Array("FRAME\n".utf8) + [1, 2, 3]
-        let source = Y4MFileSource(path: dir.file("t.y4m", bytes), clock: ManualClock(), paced: false)
+        let source = Y4MFileSource(path: try dir.file("t.y4m", bytes), clock: ManualClock(), paced: false)
         try source.start()
         _ = try source.read()
         let error = #expect(throws: CaptureError.self) { try source.read() }
@@ -90,10 +91,10 @@ struct FileSourceTests {
     }
 
     @Test func readsWAVIn20msChunksWithAShortLastOne() throws {
-        let dir = TemporaryDirectory()
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
         let samples = (0..<(960 * 2 + 100)).map { Int16(truncatingIfNeeded: $0 * 7 - 3000) }
         let clock = ManualClock(start: 1_000_000_000, autoAdvance: true)
-        let source = WAVFileSource(path: dir.file("a.wav", wav(samples: samples)), clock: clock)
+        let source = WAVFileSource(path: try dir.file("a.wav", wav(samples: samples)), clock: clock)
         try source.start()
         #expect(source.format == .audio(sampleRate: 48000, channels: 1))
         var got: [Int16] = []
@@ -109,8 +110,8 @@ struct FileSourceTests {
     }
 
     @Test func readsStereoAndExtensiblePCM() throws {
-        let dir = TemporaryDirectory()
-        let source = WAVFileSource(path: dir.file("s.wav", wav(channels: 2, samples: [1, -1, 2, -2], extensible: true)), clock: ManualClock(), paced: false)
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
+        let source = WAVFileSource(path: try dir.file("s.wav", wav(channels: 2, samples: [1, -1, 2, -2], extensible: true)), clock: ManualClock(), paced: false)
         try source.start()
         #expect(source.format == .audio(sampleRate: 48000, channels: 2))
         guard case .audio(let pcm, let frames, _)? = try source.read() else { Issue.record("no audio"); return }
@@ -124,16 +125,16 @@ struct FileSourceTests {
         (UInt16(1), UInt16(6), UInt32(48000), UInt16(16), "6 channels"),
     ])
     func rejectsOtherWAVFormats(format: UInt16, channels: UInt16, rate: UInt32, bits: UInt16, expected: String) throws {
-        let dir = TemporaryDirectory()
-        let source = WAVFileSource(path: dir.file("x.wav", wav(format: format, channels: channels, rate: rate, bits: bits, samples: [0, 0])), clock: ManualClock())
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
+        let source = WAVFileSource(path: try dir.file("x.wav", wav(format: format, channels: channels, rate: rate, bits: bits, samples: [0, 0])), clock: ManualClock())
         let error = #expect(throws: CaptureError.self) { try source.start() }
         #expect(error?.message.contains(expected) == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("need") == true)
     }
 
     @Test func rejectsNonWAVAndMissingFiles() throws {
-        let dir = TemporaryDirectory()
-        let notWav = WAVFileSource(path: dir.file("n.wav", Array("hello world, not riff".utf8)), clock: ManualClock())
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
+        let notWav = WAVFileSource(path: try dir.file("n.wav", Array("hello world, not riff".utf8)), clock: ManualClock())
         #expect(throws: CaptureError(.invalidInput, "")) { try notWav.start() }
         let missing = WAVFileSource(path: dir.path + "/missing.wav", clock: ManualClock())
         let error = #expect(throws: CaptureError.self) { try missing.start() }
@@ -142,10 +143,10 @@ struct FileSourceTests {
     }
 
     @Test func fileSourcesMadeForOneAgentShareItsEpochWhateverTheirStartOrder() throws {
-        let dir = TemporaryDirectory()
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
         let frame = [UInt8](repeating: 16, count: 8) + [UInt8](repeating: 128, count: 4)
-        let video = dir.file("v.y4m", y4m(header: "YUV4MPEG2 W4 H2 F30:1 Ip", frames: [frame, frame]))
-        let audio = dir.file("a.wav", wav(samples: [Int16](repeating: 0, count: 960 * 2)))
+        let video = try dir.file("v.y4m", y4m(header: "YUV4MPEG2 W4 H2 F30:1 Ip", frames: [frame, frame]))
+        let audio = try dir.file("a.wav", wav(samples: [Int16](repeating: 0, count: 960 * 2)))
         let clock = ManualClock(start: 5_000_000_000)
         let epoch = clock.now()
         let camera = try SourceSpec.parse("cam=y4m:\(video)").makeSource(clock: clock, epoch: epoch, fastFiles: false)

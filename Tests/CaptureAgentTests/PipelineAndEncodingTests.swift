@@ -3,6 +3,7 @@ import Shared
 import Logging
 import MediaEncoding
 import Testing
+import TestSupport
 import WireProtocol
 @testable import CaptureAgentCore
 
@@ -229,8 +230,8 @@ struct PipelineAndEncodingTests {
         #expect(file.server != nil && file.agentID != nil)
         #expect(file.stopTimeoutSeconds == 30)
         for spec in file.sources ?? [] { _ = try SourceSpec.parse(spec) }
-        let dir = TemporaryDirectory()
-        let bad = dir.file("bad.json", Array(#"{"sources": "front=test"}"#.utf8))
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
+        let bad = try dir.file("bad.json", Array(#"{"sources": "front=test"}"#.utf8))
         let error = #expect(throws: ConfigError.self) { try AgentConfigFile.load(path: bad) }
         #expect(error?.message.contains("sources") == true)
     }
@@ -238,14 +239,14 @@ struct PipelineAndEncodingTests {
     /// A misspelt key is refused with the near miss, at the top level and inside an object;
     /// `labels` holds the operator's own keys and takes any.
     @Test func unknownConfigKeysAreRefusedWithADidYouMean() throws {
-        let dir = TemporaryDirectory()
-        let misspelt = dir.file("misspelt.json", Array(#"{"sever": "rec:7443", "labels": {"anything": "goes"}}"#.utf8))
+        let dir = try TemporaryDirectory(prefix: "capture-agent-tests")
+        let misspelt = try dir.file("misspelt.json", Array(#"{"sever": "rec:7443", "labels": {"anything": "goes"}}"#.utf8))
         let error1 = #expect(throws: ConfigError.self) { try AgentConfigFile.load(path: misspelt) }
         #expect(error1?.message.contains(#"unknown key "sever" (did you mean "server"?) at the top level"#) == true, "\(error1?.message ?? "")")
-        let nested = dir.file("nested.json", Array(#"{"video": {"presett": "fast"}, "audio": {"complexity": 5}}"#.utf8))
+        let nested = try dir.file("nested.json", Array(#"{"video": {"presett": "fast"}, "audio": {"complexity": 5}}"#.utf8))
         let error2 = #expect(throws: ConfigError.self) { try AgentConfigFile.load(path: nested) }
         #expect(error2?.message.contains(#""presett" (did you mean "preset"?) in "video""#) == true, "\(error2?.message ?? "")")
-        let fine = dir.file("fine.json", Array(#"{"server": "rec:7443", "labels": {"room": "A"}, "audio": {"complexity": 5}}"#.utf8))
+        let fine = try dir.file("fine.json", Array(#"{"server": "rec:7443", "labels": {"room": "A"}, "audio": {"complexity": 5}}"#.utf8))
         #expect(try AgentConfigFile.load(path: fine).audio?.complexity == 5)
     }
 }

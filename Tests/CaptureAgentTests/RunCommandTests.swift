@@ -15,7 +15,7 @@ struct RunCommandTests {
 
     @Test func theStopTimeoutComesFromTheFlagThenTheFileThenTheDefault() throws {
         let fixture = try EndToEndFixture()
-        let config = fixture.directory.file("agent.json", Array(#"{"stopTimeoutSeconds": 12.5}"#.utf8))
+        let config = try fixture.directory.file("agent.json", Array(#"{"stopTimeoutSeconds": 12.5}"#.utf8))
         #expect(try command(fixture, []).resolve().0.stopTimeout == 30_000_000_000)
         #expect(try command(fixture, ["--config", config]).resolve().0.stopTimeout == 12_500_000_000)
         #expect(try command(fixture, ["--config", config, "--stop-timeout", "3"]).resolve().0.stopTimeout == 3_000_000_000)

@@ -4,21 +4,6 @@ import NIOCore
 import WireProtocol
 @testable import CaptureAgentCore
 
-/// A temporary directory removed when the value goes away.
-final class TemporaryDirectory {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "capture-agent-tests-" + UUID().uuidString
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-    func file(_ name: String, _ bytes: [UInt8]) -> String {
-        let p = path + "/" + name
-        FileManager.default.createFile(atPath: p, contents: Data(bytes))
-        return p
-    }
-}
-
 /// A generator returning a fixed sequence of values (then repeating the last).
 struct ScriptedRandom: RandomNumberGenerator, Sendable {
     var values: [UInt64]

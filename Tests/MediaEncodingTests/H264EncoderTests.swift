@@ -89,8 +89,8 @@ struct H264EncoderTests {
         #expect(annexBNALTypes(frames[0].data).prefix(2) == [7, 8])
         #expect(annexBNALTypes(frames[0].data).contains(5))
 
-        let dir = try TemporaryDirectory()
-        let file = dir.file("pattern.h264")
+        let dir = try TemporaryDirectory(prefix: "MediaEncodingTests")
+        let file = dir.fileURL("pattern.h264")
         try Data(frames.flatMap(\.data)).write(to: file)
 
         let check = try runTool("ffmpeg", ["-v", "error", "-i", file.path, "-f", "null", "-"])
@@ -121,8 +121,8 @@ struct H264EncoderTests {
         #expect(frames[0].dts < 0)
         #expect(frames.map(\.pts).sorted() == (0..<n).map { ptsFor($0) })
 
-        let dir = try TemporaryDirectory()
-        let file = dir.file("bframes.h264")
+        let dir = try TemporaryDirectory(prefix: "MediaEncodingTests")
+        let file = dir.fileURL("bframes.h264")
         try Data(frames.flatMap(\.data)).write(to: file)
         let check = try runTool("ffmpeg", ["-v", "error", "-i", file.path, "-f", "null", "-"])
         #expect(check.status == 0 && check.stderr.isEmpty, "ffmpeg reported: \(check.stderr)")

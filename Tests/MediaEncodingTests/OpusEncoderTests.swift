@@ -69,8 +69,8 @@ struct OpusEncoderTests {
             packets.append(packet)
         }
 
-        let dir = try TemporaryDirectory()
-        let file = dir.file("tone.opus")
+        let dir = try TemporaryDirectory(prefix: "MediaEncodingTests")
+        let file = dir.fileURL("tone.opus")
         try Data(OggOpusWriter.file(opusHead: encoder.opusHead, packets: packets, samplesPerPacket48k: 960)).write(to: file)
 
         let check = try runTool("ffmpeg", ["-v", "error", "-i", file.path, "-f", "null", "-"])

@@ -22,23 +22,6 @@ func toolExists(_ tool: String) -> Bool {
 
 let ffmpegAvailable = toolExists("ffmpeg") && toolExists("ffprobe")
 
-/// A uniquely named directory under the system temporary directory, removed on deinit.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("MediaEncodingTests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
-}
-
 extension Data {
     /// Little-endian signed 16-bit samples.
     var int16Samples: [Int16] {

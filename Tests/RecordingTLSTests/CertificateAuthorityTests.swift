@@ -1,6 +1,7 @@
 import Foundation
 import RecordingTLS
 import Testing
+import TestSupport
 import X509
 
 @Suite("Certificate authority")
@@ -145,7 +146,7 @@ struct CertificateAuthorityTests {
 
     @Test("write/load round trip with 0600 key, 0644 certificate, 0700 directory")
     func writeAndLoad() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let directory = temporary.file("nested/ca")
         let ca = try CertificateAuthority.create()
@@ -168,7 +169,7 @@ struct CertificateAuthorityTests {
 
     @Test("IssuedCertificate.write: key 0600 even when replacing a world-readable file")
     func issuedWritePermissions() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let ca = try CertificateAuthority.create()
         let issued = try ca.issueAgentCertificate(agentID: "cam-1")
@@ -187,7 +188,7 @@ struct CertificateAuthorityTests {
 
     @Test("Loading a CA reports which file is wrong")
     func loadErrors() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         #expect(throws: CertificateAuthorityError.file(.missing(path: temporary.file("ca.pem")))) {
             try CertificateAuthority.load(from: temporary.path)

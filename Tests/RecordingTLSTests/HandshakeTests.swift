@@ -2,6 +2,7 @@ import Foundation
 import NIOSSL
 import RecordingTLS
 import Testing
+import TestSupport
 
 /// Real TLS 1.3 connections over loopback TCP between NIOSSL server and client handlers.
 @Suite("TLS handshakes")
@@ -204,7 +205,7 @@ struct HandshakeTests {
 
     @Test("Configurations built from files written by the CA work end to end")
     func filesEndToEnd() async throws {
-        let directory = try TemporaryDirectory()
+        let directory = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { directory.remove() }
         let pki = try TestPKI()
         try pki.ca.write(to: directory.file("ca"))

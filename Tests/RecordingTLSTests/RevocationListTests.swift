@@ -1,12 +1,13 @@
 import Foundation
 import RecordingTLS
 import Testing
+import TestSupport
 
 @Suite("Revocation list")
 struct RevocationListTests {
     @Test("save/load round trip in the documented JSON format")
     func roundTrip() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let path = temporary.file(RevocationList.fileName)
         let when = Date(timeIntervalSince1970: 1_750_000_000)
@@ -47,7 +48,7 @@ struct RevocationListTests {
 
     @Test("A missing file is an empty list unless required")
     func missingFile() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let path = temporary.file("revoked.json")
         #expect(try RevocationList.load(path: path).entries.isEmpty)
@@ -58,7 +59,7 @@ struct RevocationListTests {
 
     @Test("Malformed files and serials are reported")
     func malformed() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let path = try temporary.write("{\"revoked\": 3}", to: "revoked.json")
         let error = #expect(throws: RevocationListError.self) { try RevocationList.load(path: path) }

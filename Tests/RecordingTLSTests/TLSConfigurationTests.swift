@@ -2,6 +2,7 @@ import Foundation
 import NIOSSL
 import RecordingTLS
 import Testing
+import TestSupport
 
 @Suite("TLS configurations")
 struct TLSConfigurationTests {
@@ -44,7 +45,7 @@ struct TLSConfigurationTests {
 
     @Test("Missing files are named with their role")
     func missingFiles() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let pki = try TestPKI()
         let cert = try temporary.write(pki.server.certificatePEM, to: "cert.pem")
@@ -68,7 +69,7 @@ struct TLSConfigurationTests {
 
     @Test("A server or agent certificate given as the CA is refused, naming the file")
     func leafAsCertificateAuthority() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let pki = try TestPKI()
         let cert = try temporary.write(pki.server.certificatePEM, to: "cert.pem")
@@ -89,7 +90,7 @@ struct TLSConfigurationTests {
 
     @Test("A directory where a file is expected is unreadable")
     func directoryIsUnreadable() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let error = #expect(throws: TLSSetupError.self) {
             try TLSConfigurations.client(
@@ -105,7 +106,7 @@ struct TLSConfigurationTests {
 
     @Test("Files that are not PEM of the right kind are reported")
     func notPEM() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let pki = try TestPKI()
         let cert = try temporary.write(pki.server.certificatePEM, to: "cert.pem")
@@ -143,7 +144,7 @@ struct TLSConfigurationTests {
 
     @Test("A key that does not match the certificate names both files")
     func keyMismatch() throws {
-        let temporary = try TemporaryDirectory()
+        let temporary = try TemporaryDirectory(prefix: "recording-tls-tests")
         defer { temporary.remove() }
         let pki = try TestPKI()
         let cert = try temporary.write(pki.agent.certificatePEM, to: "agent.pem")

@@ -61,26 +61,6 @@ struct TestPKI {
     }
 }
 
-/// A fresh directory under the system temporary directory, removed by `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        path = NSTemporaryDirectory() + "recording-tls-tests-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    func write(_ text: String, to name: String) throws -> String {
-        let target = file(name)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: target))
-        return target
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// POSIX permission bits of a file (without the type bits).
 func permissions(of path: String) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: path)

@@ -1,0 +1,37 @@
+import Foundation
+
+/// A fresh directory under the system temporary directory, removed when the value goes away
+/// (or earlier, with ``remove()``).
+public final class TemporaryDirectory: @unchecked Sendable {
+    public let path: String
+
+    public init(prefix: String = "tests") throws {
+        path = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { remove() }
+
+    public var url: URL { URL(fileURLWithPath: path, isDirectory: true) }
+
+    /// The path of `name` inside the directory (not created).
+    public func file(_ name: String) -> String { path + "/" + name }
+
+    /// The URL of `name` inside the directory (not created).
+    public func fileURL(_ name: String) -> URL { URL(fileURLWithPath: file(name)) }
+
+    /// Writes `bytes` to `name` and returns its path.
+    @discardableResult
+    public func file(_ name: String, _ bytes: [UInt8]) throws -> String {
+        try Data(bytes).write(to: fileURL(name))
+        return file(name)
+    }
+
+    /// Writes `text` to `name` and returns its path.
+    @discardableResult
+    public func write(_ text: String, to name: String) throws -> String {
+        try file(name, Array(text.utf8))
+    }
+
+    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
