@@ -127,7 +127,8 @@ let package = Package(
         // Test support shared by test targets: external tools (ffprobe, ffmpeg) as oracles, the
         // built executables, a TCP proxy that cuts the network.
         .target(name: "TestSupport", dependencies: [
-            "MediaEncoding", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            "MediaEncoding", "RecordServerCore", "RecordingTLS",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore", "TestSupport"]),
         // Judges what scripts/hardware-test.sh recorded from real kernel drivers in a VM.

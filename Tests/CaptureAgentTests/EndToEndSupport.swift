@@ -88,27 +88,17 @@ final class EndToEndFixture: @unchecked Sendable {
     var caPath: String { directory.path + "/ca.pem" }
     var dataDirectory: String { directory.path + "/data" }
 
+    private let pki: TestServerPKI
+
     init() throws {
         directory = try TemporaryDirectory(prefix: "capture-agent-tests")
-        ca = try CertificateAuthority.create()
-        try ca.certificatePEM.write(toFile: caPath, atomically: true, encoding: .utf8)
-        let server = try ca.issueServerCertificate(hostnames: ["localhost"], ipAddresses: ["127.0.0.1"])
-        try server.write(certPath: directory.path + "/server.pem", keyPath: directory.path + "/server-key.pem")
+        pki = try TestServerPKI(directory: directory.path)
+        ca = pki.ca
         let agent = try ca.issueAgentCertificate(agentID: "cam-e2e")
         try agent.write(certPath: directory.path + "/agent.pem", keyPath: directory.path + "/agent-key.pem")
-        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
     }
 
-    var serverConfiguration: ServerConfiguration {
-        var config = ServerConfiguration()
-        config.ingest = .init(host: "127.0.0.1", port: 0)
-        config.admin = .init(enabled: false)
-        config.dataDirectory = dataDirectory
-        config.tls = .init(caCertificate: caPath, certificate: directory.path + "/server.pem", privateKey: directory.path + "/server-key.pem")
-        config.resumeWindowSeconds = 60
-        config.shutdownGraceSeconds = 5
-        return config
-    }
+    var serverConfiguration: ServerConfiguration { pki.serverConfiguration(resumeWindowSeconds: 60) }
 
     func agentSettings(port: Int, seconds: Double, sessionID: Identifier) throws -> AgentSettings {
         AgentSettings(

@@ -27,12 +27,18 @@ struct DriftBenchTests {
             let packets = probe.packets(stream: stream.index).compactMap(\.pts).sorted()
             let tick = probe.secondsPerTick(stream)
             let first = try #require(packets.first), last = try #require(packets.last)
-            // The device delivered (N−1)·20 ms of samples between the first and the last
-            // packet; its clock runs (1 + shift) times real time (the kernel driver's
-            // rate shift), so that took (N−1)·20 ms / (1 + shift) of real time. The
+            // Units the agent dropped because its encoder fell behind (a starved emulated CPU;
+            // reported to the server as drops) leave whole 20 ms gaps: the device delivered
+            // them all the same, so they count as delivered time, not as clock error.
+            let dropped = zip(packets, packets.dropFirst()).reduce(0) { total, pair in
+                total + max(0, Int((Double(pair.1 - pair.0) * tick / 0.020).rounded()) - 1)
+            }
+            // The device delivered (N−1+dropped)·20 ms of samples between the first and the
+            // last packet; its clock runs (1 + shift) times real time (the kernel driver's
+            // rate shift), so that took that much / (1 + shift) of real time. The
             // timestamps must say the real time — the camera's clock, CLOCK_MONOTONIC — to
             // within one video frame; unslewed they would be off by shift × duration.
-            let sampleSeconds = Double(packets.count - 1) * 0.020
+            let sampleSeconds = Double(packets.count - 1 + dropped) * 0.020
             let realSeconds = sampleSeconds / (1 + shift * 1e-6)
             let stampedSeconds = Double(last - first) * tick
             let error = stampedSeconds - realSeconds
@@ -42,7 +48,7 @@ struct DriftBenchTests {
             #expect(clock.reanchors == 0 && clock.overruns == 0, "\(label): a discontinuity (\(clock))")
             measured[label] = clock.ppm
             let audio = try #require(probe.span(of: stream))
-            figure(scenario.name, "\(label) (\(shift > 0 ? "+" : "")\(Int(shift)) ppm): \(packets.count) packets; timestamps vs real time after \(String(format: "%.1f", realSeconds)) s: \(String(format: "%+.1f", error * 1000)) ms (unslewed: \(String(format: "%+.1f", (sampleSeconds - realSeconds) * 1000)) ms); agent measured \(String(format: "%.1f", clock.ppm)) ppm; track starts \(String(format: "%+.0f", (audio.start - video.start) * 1000)) ms and ends \(String(format: "%+.0f", (audio.end - video.end) * 1000)) ms from the camera's")
+            figure(scenario.name, "\(label) (\(shift > 0 ? "+" : "")\(Int(shift)) ppm): \(packets.count) packets, \(dropped) dropped by the agent; timestamps vs real time after \(String(format: "%.1f", realSeconds)) s: \(String(format: "%+.1f", error * 1000)) ms (unslewed: \(String(format: "%+.1f", (sampleSeconds - realSeconds) * 1000)) ms); agent measured \(String(format: "%.1f", clock.ppm)) ppm; track starts \(String(format: "%+.0f", (audio.start - video.start) * 1000)) ms and ends \(String(format: "%+.0f", (audio.end - video.end) * 1000)) ms from the camera's")
         }
         // The agent's own figure (total slew over the track) also holds the start-up offset it
         // corrected, a few ms, i.e. ±50 ppm over 65 s: a looser check than the one above. A fast

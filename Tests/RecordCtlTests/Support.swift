@@ -84,20 +84,10 @@ final class ServerWithAgent: @unchecked Sendable {
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recordctl-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
-        ca = try CertificateAuthority.create()
-        try ca.certificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let server = try ca.issueServerCertificate(hostnames: ["localhost"], ipAddresses: ["127.0.0.1"])
-        try server.write(certPath: directory + "/server.pem", keyPath: directory + "/server-key.pem")
+        let pki = try TestServerPKI(directory: directory)
+        ca = pki.ca
         try (Self.adminToken + "\n").write(toFile: directory + "/admin.token", atomically: true, encoding: .utf8)
-        var config = ServerConfiguration()
-        config.ingest = .init(host: "127.0.0.1", port: 0)
-        config.admin = .init(enabled: true, host: "127.0.0.1", port: 0, token: Self.adminToken)
-        config.dataDirectory = directory + "/data"
-        config.tls = .init(caCertificate: directory + "/ca.pem", certificate: directory + "/server.pem", privateKey: directory + "/server-key.pem")
-        config.resumeWindowSeconds = 30
-        config.shutdownGraceSeconds = 5
-        configuration = config
+        configuration = pki.serverConfiguration(adminToken: Self.adminToken, resumeWindowSeconds: 30)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }

@@ -4,6 +4,7 @@ import NIOSSL
 @testable import RecordServerCore
 import RecordingTLS
 import Shared
+import TestSupport
 
 /// A real record-server on loopback with a fresh CA, server and agent certificates, in a
 /// temporary directory; removed when the test ends.
@@ -18,20 +19,10 @@ final class ServerFixture: @unchecked Sendable {
 
     init(resumeWindowSeconds: Int = 30) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rs-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        ca = try CertificateAuthority.create()
-        caPath = directory + "/ca.pem"
-        try ca.certificatePEM.write(toFile: caPath, atomically: true, encoding: .utf8)
-        let serverCert = try ca.issueServerCertificate(hostnames: ["localhost"], ipAddresses: ["127.0.0.1"])
-        try serverCert.write(certPath: directory + "/server.pem", keyPath: directory + "/server-key.pem")
-        var config = ServerConfiguration()
-        config.ingest = .init(host: "127.0.0.1", port: 0)
-        config.admin = .init(enabled: true, host: "127.0.0.1", port: 0, token: Self.adminToken)
-        config.dataDirectory = directory + "/data"
-        config.tls = .init(caCertificate: caPath, certificate: directory + "/server.pem", privateKey: directory + "/server-key.pem")
-        config.resumeWindowSeconds = resumeWindowSeconds
-        config.shutdownGraceSeconds = 5
-        configuration = config
+        let pki = try TestServerPKI(directory: directory)
+        ca = pki.ca
+        caPath = pki.caPath
+        configuration = pki.serverConfiguration(adminToken: Self.adminToken, resumeWindowSeconds: resumeWindowSeconds)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
