@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// The bounded hand-off between a capture thread and its encoder thread.
 ///
@@ -31,9 +32,9 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
 
     public let capacity: Int
     private let condition = NSCondition()
-    private var items: [Element] = []
-    private var head = 0
-    private var dropsBefore: [Drops] = []
+    /// Each queued unit with the drops right before it. A ring buffer: a taken frame (a 720p
+    /// frame is 1.4 MB) is released as it is taken, not kept in a consumed slot.
+    private var items = CircularBuffer<(element: Element, dropsBefore: Drops)>()
     private var pendingDrops = Drops()
     private var closed = false
     private var cancelled = false
@@ -59,7 +60,7 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
         self.capacity = capacity
     }
 
-    private var count: Int { items.count - head }
+    private var count: Int { items.count }
 
     /// Adds `element` if there is room; otherwise drops it, counts it and returns false.
     @discardableResult
@@ -88,8 +89,7 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
     }
 
     private func append(_ element: Element) {
-        items.append(element)
-        dropsBefore.append(pendingDrops)
+        items.append((element, pendingDrops))
         pendingDrops = Drops()
         condition.broadcast()
     }
@@ -131,21 +131,8 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
             pendingDrops = Drops()
             return .end(dropsBefore: drops)
         }
-        let element = items[head]
-        let drops = dropsBefore[head]
-        head += 1
-        // Release taken frames promptly: each can be megabytes (a 720p frame is 1.4 MB), so
-        // keeping even a few dozen consumed slots alive costs more than the queue itself.
-        if head == items.count {
-            items.removeAll(keepingCapacity: true)
-            dropsBefore.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= max(1, capacity) {
-            items.removeFirst(head)
-            dropsBefore.removeFirst(head)
-            head = 0
-        }
+        let next = items.removeFirst()
         condition.broadcast()
-        return .element(element, dropsBefore: drops)
+        return .element(next.element, dropsBefore: next.dropsBefore)
     }
 }
