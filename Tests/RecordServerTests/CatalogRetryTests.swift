@@ -3,6 +3,7 @@ import Logging
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// A catalog whose writes fail while `failing` says so (a full disk, a locked database);
 /// reads still work. Everything else is the real SQLite catalog.
@@ -78,15 +79,23 @@ struct CatalogRetryTests {
         }
     }
 
+    /// A server records `content` and is shut down: its session is suspended, the file keeps
+    /// its durable fragments and the catalog row says `recording`.
+    private func recordThenShutDown(_ content: SessionContent, catalog: any RecordingCatalog, directory: String) async throws {
+        let first = registry(catalog, directory: directory, metrics: ServerMetrics())
+        let session = try await first.openSession(content.open, agentID: "agent-1", connection: 1)
+        _ = await session.append(content.samples[...])
+        await first.shutdown()
+    }
+
     private static func failures(_ metrics: ServerMetrics) -> Double {
         let line = metrics.exposition().split(separator: "\n").first { $0.hasPrefix("recordserver_catalog_write_failures_total ") }
         return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? .nan
     }
 
     @Test func aSessionFinishedWhileTheCatalogFailsIsWrittenAtTheNextSweep() async throws {
-        let directory = NSTemporaryDirectory() + "catalog-retry-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory(prefix: "catalog-retry")
+        let directory = temporary.path
         let catalog = FlakyCatalog(try Catalog(path: directory + "/catalog.sqlite"))
         let metrics = ServerMetrics()
         let registry = registry(catalog, directory: directory, metrics: metrics)
@@ -116,9 +125,8 @@ struct CatalogRetryTests {
     }
 
     @Test func staleRowsLeftByAStoppedServerAreReconciledAtStartUp() async throws {
-        let directory = NSTemporaryDirectory() + "catalog-retry-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory(prefix: "catalog-retry")
+        let directory = temporary.path
         let real = try Catalog(path: directory + "/catalog.sqlite")
         let content = try SessionContent.make(sessionID: "s-stale", seconds: 2)
         do {
@@ -152,17 +160,11 @@ struct CatalogRetryTests {
     /// by the session itself, like every other ending — and a catalog that fails meanwhile is
     /// written at a later sweep, read back from the recovered file.
     @Test func aSessionRecoveredAfterARestartWhileTheCatalogFailsIsWrittenAtTheNextSweep() async throws {
-        let directory = NSTemporaryDirectory() + "catalog-retry-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory(prefix: "catalog-retry")
+        let directory = temporary.path
         let catalog = FlakyCatalog(try Catalog(path: directory + "/catalog.sqlite"))
         let content = try SessionContent.make(sessionID: "s-dormant", seconds: 3)
-        do {
-            let first = registry(catalog, directory: directory, metrics: ServerMetrics())
-            let session = try await first.openSession(content.open, agentID: "agent-1", connection: 1)
-            _ = await session.append(content.samples[...])
-            await first.shutdown()  // suspended: the file keeps its durable fragments, the row says recording
-        }
+        try await recordThenShutDown(content, catalog: catalog, directory: directory)
         let metrics = ServerMetrics()
         let restarted = registry(catalog, directory: directory, metrics: metrics)
         await restarted.loadUnfinishedSessions()
@@ -190,17 +192,11 @@ struct CatalogRetryTests {
     /// files again — which would find no file left `recording` and call the session
     /// `recovered`.
     @Test func aRecoveryThatFailedStaysFailedWhenItsSessionRowIsWrittenLater() async throws {
-        let directory = NSTemporaryDirectory() + "catalog-retry-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory(prefix: "catalog-retry")
+        let directory = temporary.path
         let catalog = FlakyCatalog(try Catalog(path: directory + "/catalog.sqlite"))
         let content = try SessionContent.make(sessionID: "s-lost", seconds: 2)
-        do {
-            let first = registry(catalog, directory: directory, metrics: ServerMetrics())
-            let session = try await first.openSession(content.open, agentID: "agent-1", connection: 1)
-            _ = await session.append(content.samples[...])
-            await first.shutdown()
-        }
+        try await recordThenShutDown(content, catalog: catalog, directory: directory)
         let file = try #require(try catalog.real.recordings(sessionID: "s-lost").first).path
         try FileManager.default.removeItem(atPath: file)  // lost while the server was down
         let restarted = registry(catalog, directory: directory, metrics: ServerMetrics())

@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 @testable import RecordServerCore
 import Testing
+import TestSupport
 
 /// An actor on its own ``StorageExecutor``, as a `RecordingSession` is.
 private actor BlockingWork {
@@ -68,9 +69,8 @@ struct StorageExecutorTests {
     /// registry ran on its caller's event loop, its write ran there and held the loop.
     @Test(.timeLimit(.minutes(1)))
     func aRegistryHungOnTheCatalogDoesNotHoldUpASessionOnTheSameEventLoop() async throws {
-        let directory = NSTemporaryDirectory() + "storage-executor-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory(prefix: "storage-executor")
+        let directory = temporary.path
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
 

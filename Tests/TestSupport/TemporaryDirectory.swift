@@ -33,5 +33,7 @@ public final class TemporaryDirectory: @unchecked Sendable {
         try file(name, Array(text.utf8))
     }
 
+    /// Best effort, and safe to call twice: a directory a test already removed (or one that
+    /// cannot be removed) holds nothing a later test reads, as every directory is new.
     public func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
