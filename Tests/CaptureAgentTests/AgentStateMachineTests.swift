@@ -141,6 +141,27 @@ struct AgentStateMachineTests {
         #expect(m.sessionID == nil)
     }
 
+    /// A sample the server refuses ends the session before it (issue 14, finding 2): the agent
+    /// counts it and says exactly which samples are stored.
+    @Test func aRefusedSampleIsCountedAndTheStoredRangeNamed() {
+        var m = machine()
+        _ = handshake(&m, now: 0)
+        _ = m.openSession(id: session, labels: [], tracks: tracks, now: 0)
+        _ = m.received(.sessionAccepted(SessionAccepted(sessionID: session, acknowledged: 0)), now: 0)
+        for pts in 0..<5 { _ = m.enqueue(encoded(track: 2, pts: Int64(pts)), now: 0) }
+        _ = m.pump(now: 0)
+        _ = m.received(.ack(Ack(sessionID: session, sequence: 3)), now: 0)
+        #expect(m.samplesRefused == 0)
+        let report = ErrorReport(code: .sampleRefused, scope: .session, message: "sample 4 of track 2: dts goes backwards")
+        let actions = m.received(.error(report), now: 0)
+        #expect(m.samplesRefused == 1)
+        #expect(actions.contains(.sessionFailed(session, report)))
+        #expect(actions.contains { if case .log(.error, let text) = $0 {
+            text.contains("samples 1…3 are stored, the 2 after them are not") && text.contains("dts goes backwards")
+        } else { false } })
+        #expect(m.sessionID == nil)
+    }
+
     @Test func aStartItCannotCaptureForIsRefusedWithTheReasonAndEndsNothing() {
         var m = machine()
         let reason = "back: /dev/video2: cannot open: No such file or directory"

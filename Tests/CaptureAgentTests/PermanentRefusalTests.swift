@@ -77,6 +77,27 @@ struct PermanentRefusalTests {
         #expect(error.message.contains("refused this agent"), "\(error.message)")
     }
 
+    /// A certificate that expired while the agent ran: the server's refusal names the date the
+    /// agent read from its own certificate.
+    @Test func anExpiredAgentCertificateIsRefusedForGoodWithItsDate() async throws {
+        let fixture = try EndToEndFixture()
+        let running = try await RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger).start()
+        defer { Task { await running.stop() } }
+        let expired = try fixture.ca.issueAgentCertificate(agentID: "cam-e2e", validity: 86_400,
+                                                           notBefore: Date().addingTimeInterval(-2 * 86_400))
+        let cert = fixture.directory.path + "/expired.pem", key = fixture.directory.path + "/expired-key.pem"
+        try expired.write(certPath: cert, keyPath: key)
+        let validity = try #require(CertificateValidity.read(pemFile: cert))
+        #expect(abs(validity.notAfter.timeIntervalSince(expired.notAfter)) < 1)
+        var settings = try fixture.agentSettings(port: running.ingestPort, seconds: 5, sessionID: "refused-4")
+        settings.tls = try TLSConfigurations.client(caPEMPath: fixture.caPath, certificatePEMPath: cert, privateKeyPEMPath: key,
+                                                    serverHostname: "127.0.0.1")
+        settings.certificateExpiry = validity.notAfter
+        let error = try await refusal(settings)
+        #expect(error.exitCode == ConnectionFailure.permanentExitCode)
+        #expect(error.message.contains("expired on \(CertificateValidity.format(validity.notAfter))"), "\(error.message)")
+    }
+
     @Test func nobodyListeningIsTransient() {
         let refused = ConnectionFailure.describe(POSIXErrorLike("connect(descriptor:addr:size:): Connection refused (errno: 111)"),
                                                  host: "127.0.0.1", port: 7443)

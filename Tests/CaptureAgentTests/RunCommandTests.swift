@@ -1,14 +1,16 @@
 import ArgumentParser
 import Foundation
+import RecordingTLS
 import Testing
 @testable import CaptureAgentCore
 
 @Suite("capture-agent run: flags and the config file")
 struct RunCommandTests {
-    private func command(_ fixture: EndToEndFixture, _ extra: [String]) throws -> RunCommand {
+    /// `certificate` names the PEM pair in the fixture's directory (`NAME.pem`, `NAME-key.pem`).
+    private func command(_ fixture: EndToEndFixture, _ extra: [String], certificate: String = "agent") throws -> RunCommand {
         try RunCommand.parse([
             "--server", "127.0.0.1:7443", "--ca", fixture.caPath,
-            "--cert", fixture.directory.path + "/agent.pem", "--key", fixture.directory.path + "/agent-key.pem",
+            "--cert", fixture.directory.path + "/\(certificate).pem", "--key", fixture.directory.path + "/\(certificate)-key.pem",
             "--agent-id", "cam-e2e", "--source", "front=test:320x240@30",
         ] + extra)
     }
@@ -26,5 +28,28 @@ struct RunCommandTests {
         let fixture = try EndToEndFixture()
         let error = #expect(throws: ConfigError.self) { try command(fixture, ["--stop-timeout=\(value)"]).resolve() }
         #expect(error?.message.contains("--stop-timeout") == true, "\(error?.message ?? "")")
+    }
+
+    /// An agent certificate outside its validity can never connect: the agent refuses to start
+    /// and names the date (issue 13, finding 7); one close to expiry starts with a warning.
+    @Test func anExpiredOrNotYetValidCertificateIsRefusedWithItsDate() throws {
+        let fixture = try EndToEndFixture()
+        let day: TimeInterval = 86_400
+        for (name, notBefore, words) in [("expired", Date().addingTimeInterval(-2 * day), "expired on"),
+                                          ("future", Date().addingTimeInterval(2 * day), "not valid before")] {
+            let certificate = try fixture.ca.issueAgentCertificate(agentID: "cam-e2e", validity: day, notBefore: notBefore)
+            try certificate.write(certPath: fixture.directory.path + "/\(name).pem", keyPath: fixture.directory.path + "/\(name)-key.pem")
+            let error = #expect(throws: ConfigError.self) { try command(fixture, [], certificate: name).resolve() }
+            let date = CertificateValidity.format(name == "expired" ? certificate.notAfter : notBefore)
+            #expect(error?.message.contains("\(words) \(date)") == true, "\(error?.message ?? "")")
+            #expect(error?.message.contains("recordctl ca issue agent cam-e2e") == true, "\(error?.message ?? "")")
+        }
+        let soon = try fixture.ca.issueAgentCertificate(agentID: "cam-e2e", validity: 2.5 * day, notBefore: Date().addingTimeInterval(-day))
+        try soon.write(certPath: fixture.directory.path + "/soon.pem", keyPath: fixture.directory.path + "/soon-key.pem")
+        let settings = try command(fixture, [], certificate: "soon").resolve().0
+        #expect(settings.startupWarnings.count == 1)
+        #expect(settings.startupWarnings.first?.contains("expires on \(CertificateValidity.format(soon.notAfter)) (in 1 day)") == true,
+                "\(settings.startupWarnings)")
+        #expect(try command(fixture, []).resolve().0.startupWarnings.isEmpty)
     }
 }

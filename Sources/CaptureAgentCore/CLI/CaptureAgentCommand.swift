@@ -96,6 +96,7 @@ public struct RunCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "capture-agent")
+        for warning in settings.startupWarnings { logger.warning("\(warning)") }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let runtime = try AgentRuntime(settings: settings, logger: logger, group: group)
         let signals = [SIGINT, SIGTERM].map { sig in
@@ -147,6 +148,13 @@ public struct RunCommand: AsyncParsableCommand {
             tls = try TLSConfigurations.client(caPEMPath: caPath, certificatePEMPath: certPath, privateKeyPEMPath: keyPath, serverHostname: host)
         } catch {
             throw ConfigError("TLS: \(error)")
+        }
+        // An agent certificate outside its validity can never connect: say so with its dates now,
+        // not as a bare CERTIFICATE_EXPIRED from every handshake (issue 13, finding 7).
+        let renew = "issue a new one with `recordctl ca issue agent \(agent)` and restart the agent"
+        let validity = certPath.flatMap { CertificateValidity.read(pemFile: $0) }
+        if let certPath, let validity, let problem = validity.problem(at: Date(), file: certPath, renew: renew) {
+            throw ConfigError(problem)
         }
 
         let record = self.record || (file.record ?? false)
@@ -205,12 +213,16 @@ public struct RunCommand: AsyncParsableCommand {
         let levelText = logLevel ?? file.logLevel ?? "info"
         guard let level = Logger.Level(rawValue: levelText) else { throw ConfigError("--log-level \"\(levelText)\" is not a swift-log level") }
 
-        let settings = AgentSettings(
+        var settings = AgentSettings(
             host: host, port: port, tls: tls, tlsHostname: TLSConfigurations.handlerHostname(for: host),
             agentID: agent, bearerToken: bearer, sources: specs, video: video, audio: audio, bufferLimits: limits,
             backoff: ReconnectBackoff(initial: initial, maximum: maximum), record: record, sessionID: session,
             duration: durationValue, labels: labelSet, fastFiles: fastFiles || (file.fastFiles ?? false),
             stopTimeout: Int64(stopSeconds * 1e9))
+        settings.certificateExpiry = validity?.notAfter
+        if let certPath, let warning = validity?.renewalWarning(at: Date(), file: certPath, renew: renew) {
+            settings.startupWarnings.append(warning)
+        }
         return (settings, level)
     }
 }

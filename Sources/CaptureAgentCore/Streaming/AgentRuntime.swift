@@ -33,6 +33,11 @@ public struct AgentSettings: Sendable {
     /// After a stop request, how long to wait for the server to confirm the closed session
     /// before exiting anyway (with an error naming what was not acknowledged). Nanoseconds.
     public var stopTimeout: Int64
+    /// When the agent's own certificate expires, so that a server's refusal of it can name the
+    /// date; nil with a bearer token.
+    public var certificateExpiry: Date?
+    /// Logged once the logger exists (a certificate close to its expiry).
+    public var startupWarnings: [String] = []
 
     public init(host: String, port: Int, tls: TLSConfiguration, tlsHostname: String?, agentID: Identifier,
                 bearerToken: String? = nil, sources: [SourceSpec], video: VideoEncodingSettings = .init(),
@@ -225,7 +230,8 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                     self.channel = channel
                 case .failure(let error):
                     guard id == connection else { return }
-                    let failure = ConnectionFailure.describe(error, host: settings.host, port: settings.port)
+                    let failure = ConnectionFailure.describe(error, host: settings.host, port: settings.port,
+                                                     certificateExpiry: settings.certificateExpiry)
                     if failure.kind == .permanent { return stopRefused(failure.message) }
                     logger.warning("cannot connect: \(failure.message)")
                     perform(machine.connectionLost(now: clock.now()))
@@ -266,7 +272,8 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
 
     func connectionError(_ error: any Error, connection id: Int) {
         guard id == connection else { return }
-        let failure = ConnectionFailure.describe(error, host: settings.host, port: settings.port)
+        let failure = ConnectionFailure.describe(error, host: settings.host, port: settings.port,
+                                                     certificateExpiry: settings.certificateExpiry)
         if failure.kind == .permanent {
             // Stop once the connection is closed (connectionInactive), not in the middle of it.
             refusal = failure.message

@@ -310,9 +310,16 @@ public struct AgentStateMachine: Sendable {
         session = nil
         endedByServer = s.id
         let lost = s.buffer.lastSequence - s.buffer.acknowledged
-        if report.code == .sampleRefused { samplesRefused += 1 }
+        var text = "server ended session \(s.id): \(report.code) \(report.message); \(lost) unacknowledged samples cannot be delivered"
+        if report.code == .sampleRefused {
+            // The ack point never passes a refused sample (protocol.md §6.13): what is stored
+            // is exactly 1…acknowledged, and the operator reads that here.
+            samplesRefused += 1
+            text = "server refused a sample of session \(s.id) and ended it (\(report.message)): samples 1…\(s.buffer.acknowledged) "
+                + "are stored, the \(lost) after them are not; \(samplesRefused) refused sample(s) since the agent started"
+        }
         return [
-            .log(.error, "server ended session \(s.id): \(report.code) \(report.message); \(lost) unacknowledged samples cannot be delivered"),
+            .log(.error, text),
             .sessionFailed(s.id, report),
             .cancelCapture(s.id),
         ]

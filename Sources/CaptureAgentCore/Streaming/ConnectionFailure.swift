@@ -1,4 +1,5 @@
 import Foundation
+import RecordingTLS
 import Shared
 
 /// A failed connection attempt in an operator's words: the cause, what to do, and whether
@@ -20,8 +21,9 @@ public struct ConnectionFailure: Sendable, Equatable {
     /// systemd unit does not restart on it.
     public static let permanentExitCode: Int32 = 77
 
-    /// Classifies an error from connecting or from the TLS layer.
-    public static func describe(_ error: any Error, host: String, port: Int) -> ConnectionFailure {
+    /// Classifies an error from connecting or from the TLS layer. `certificateExpiry` is when
+    /// the agent's own certificate expires, named when the server refuses it as expired.
+    public static func describe(_ error: any Error, host: String, port: Int, certificateExpiry: Date? = nil) -> ConnectionFailure {
         let raw = String(describing: error)
         let server = "\(host):\(port)"
         func has(_ names: String...) -> Bool { names.contains { raw.contains($0) } }
@@ -38,8 +40,9 @@ public struct ConnectionFailure: Sendable, Equatable {
                          + "(recordctl ca issue agent …)")
         }
         if has("CERTIFICATE_EXPIRED") {
-            return .init(kind: .permanent, message: "\(server) refused this agent's certificate: it has expired (or this host's clock "
-                         + "is wrong). Issue a new one (recordctl ca issue agent …)")
+            let when = certificateExpiry.map { " on \(CertificateValidity.format($0))" } ?? ""
+            return .init(kind: .permanent, message: "\(server) refused this agent's certificate: it expired\(when) (or the server's "
+                         + "clock is wrong). Issue a new one (recordctl ca issue agent …)")
         }
         if has("UNKNOWN_CA", "BAD_CERTIFICATE", "CERTIFICATE_REQUIRED", "HANDSHAKE_FAILURE", "UNSUPPORTED_CERTIFICATE") {
             return .init(kind: .permanent, message: "\(server) refused this agent's certificate: it is not issued by the server's CA "

@@ -1,4 +1,5 @@
 import Foundation
+import RecordingTLS
 import Shared
 
 extension ServerConfiguration {
@@ -49,6 +50,10 @@ extension ServerConfiguration {
         // Transport security.
         if !insecurePlaintext {
             checkReadableFile(tls.certificate, field: "tls.certificate", what: "the server's PEM certificate chain", fail)
+            if let validity = CertificateValidity.read(pemFile: tls.certificate),
+               let problem = validity.problem(at: Date(), file: tls.certificate, renew: Self.renewServerCertificate) {
+                fail("tls.certificate", problem)
+            }
             checkReadableFile(tls.privateKey, field: "tls.privateKey", what: "the server's PEM private key", fail)
             if tls.requireClientCertificate {
                 checkReadableFile(tls.caCertificate, field: "tls.caCertificate", what: "the PEM certificate of the CA that issues agent certificates", fail)
@@ -109,6 +114,8 @@ extension ServerConfiguration {
         return found
     }
 
+    static let renewServerCertificate = "issue a new one with `recordctl ca issue server --host NAME` and restart the server"
+
     /// Valid but risky choices the server should log at startup.
     public var warnings: [String] {
         var list: [String] = []
@@ -121,6 +128,10 @@ extension ServerConfiguration {
         }
         if fsync == .none {
             list.append("fsync is \"none\": a power cut can lose samples the agents were told are safe")
+        }
+        if !insecurePlaintext, let validity = CertificateValidity.read(pemFile: tls.certificate),
+           let warning = validity.renewalWarning(at: Date(), file: tls.certificate, renew: Self.renewServerCertificate) {
+            list.append("tls.certificate: \(warning)")
         }
         if admin.enabled && !Self.isLoopback(admin.host) {
             list.append("the admin API listens on \(admin.host), not only on loopback; make sure a firewall limits who can reach it")
