@@ -686,21 +686,8 @@ struct HostileAgentTests {
         try await hostileCase("pre-auth-budget") { server in
             let port = server.port
             let context = try NIOSSLContext(configuration: try server.fixture.agentTLS("hostile-preauth"))
-            // A Hello declaring the 64 KiB pre-authentication maximum, 60 KiB of it sent.
-            let partial = Wire.frame(Wire.Kind.hello.rawValue, [UInt8](repeating: 1, count: 60 * 1024), length: 64 * 1024)
             server.resetPeak()
-            let codes = try await withThrowingTaskGroup(of: UInt16?.self) { group in
-                for _ in 0..<100 {
-                    group.addTask {
-                        let client = server.track(try await RawClient.connect(port: port, context: context))
-                        try await client.send(partial)
-                        let reply = try? await client.message(within: .seconds(30))
-                        await client.close()
-                        return reply.flatMap { if case .error(let code, _, _) = $0 { code } else { nil } }
-                    }
-                }
-                return try await group.reduce(into: []) { $0.append($1) }
-            }
+            let codes = try await RawClient.partialHelloFlood(port: port, context: context) { _ = server.track($0) }
             let refused = codes.filter { $0 == Wire.Code.budgetExhausted.rawValue }.count
             print("hostile: pre-auth-budget: budgetExhausted \(refused) of 100, others \(Set(codes.map { $0.flatMap { Wire.Code(rawValue: $0)?.label } ?? "none" })), peak RSS \((server.peakRSSKiB() ?? 0) / 1024) MiB")
             #expect(refused > 0, "100 × 60 KiB exceeds the 4 MiB pre-authentication budget")

@@ -77,6 +77,28 @@ final class RawClient: @unchecked Sendable {
         return RawClient(channel: channel, inbox: inbox)
     }
 
+    /// `count` peers connect at once, each sends a Hello that declares the 64 KiB
+    /// pre-authentication maximum and only 60 KiB of it, and waits for the server's answer;
+    /// the error codes they got (nil: none, the connection closed). Together they want more
+    /// than the 4 MiB pre-authentication budget (protocol.md §9). `track` sees every client.
+    static func partialHelloFlood(port: Int, context: NIOSSLContext, count: Int = 100,
+                                  track: @escaping @Sendable (RawClient) -> Void = { _ in }) async throws -> [UInt16?] {
+        let partial = Wire.frame(Wire.Kind.hello.rawValue, [UInt8](repeating: 1, count: 60 * 1024), length: 64 * 1024)
+        return try await withThrowingTaskGroup(of: UInt16?.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    let client = try await RawClient.connect(port: port, context: context)
+                    track(client)
+                    try await client.send(partial)
+                    let reply = try? await client.message(within: .seconds(30))
+                    await client.close()
+                    return reply.flatMap { if case .error(let code, _, _) = $0 { code } else { nil } }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
     /// Writes in pieces of at most 64 KiB, each flushed and awaited, so a peer that stops
     /// reading holds our memory to one piece, not the whole frame.
     func send(_ bytes: [UInt8]) async throws {
