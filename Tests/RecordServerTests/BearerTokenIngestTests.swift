@@ -73,6 +73,11 @@ struct BearerTokenIngestTests {
         // earlier peer's Hello deadline freed its share).
         print("bearer-token mode: budgetExhausted \(refused) of 100 anonymous partial Hellos")
         #expect(refused > 0, "100 × 60 KiB exceeds the 4 MiB pre-authentication budget: \(codes)")
+        // Each refusal is counted where an operator sees it (§9: metrics when a limit bites).
+        let metrics = try #require(fixture.server?.metrics).exposition()
+        let series = #"\#(ServerMetrics.Name.budgetRefusals){budget="pre_authentication"} "#
+        let counted = metrics.split(separator: "\n").first { $0.hasPrefix(series) }.flatMap { Double($0.dropFirst(series.count)) }
+        #expect(counted.map { $0 >= Double(refused) } == true, "\(series)\(counted.map { "\($0)" } ?? "missing") for \(refused) refusals")
         // A larger first frame than a Hello may be is refused before it is buffered.
         let oversize = try await RawClient.connect(port: port, context: context)
         try await oversize.send(Wire.frame(Wire.Kind.hello.rawValue, [1, 2, 3], length: 64 * 1024 + 1))

@@ -88,6 +88,83 @@ struct SessionEndingTests {
         await fixture.stop()
     }
 
+    /// The other session-scoped errors of the validator (protocol.md §7.2), each sent after 40
+    /// good samples on a server with one session slot: each ends its session with
+    /// SessionClosed at 40, the catalog says failed, and the slot is free for the next session.
+    @Test("every session-scoped protocol error ends its session and frees its slot",
+          arguments: [ProtocolError.Code.nonMonotonicSequence, .sequenceGap, .trackEnded, .finalSequenceMismatch])
+    func everySessionScopedErrorEndsItsSession(_ expected: ProtocolError.Code) async throws {
+        let fixture = try ServerFixture()
+        fixture.configuration.maxSessions = 1
+        let port = try await fixture.start()
+        let id = try SessionID(validating: "s-\(expected.rawValue)")
+        let first = try SessionContent.make(sessionID: id, seconds: 2)
+        let agent = try await fixture.connectAgent("agent-1", port: port)
+        _ = try await agent.open(first.open)
+        for sample in first.samples.prefix(40) { try await agent.send(.sample(sample)) }
+        var next = first.samples[40]
+        switch expected {
+        case .nonMonotonicSequence:
+            next.sequence = 40
+            try await agent.send(.sample(next))
+        case .sequenceGap:
+            next.sequence = 42
+            try await agent.send(.sample(next))
+        case .trackEnded:
+            try await agent.send(.trackEnd(TrackEnd(track: next.track, reason: .endOfStream, message: "")))
+            try await agent.send(.sample(next))
+        default:
+            try await agent.send(.sessionClose(SessionClose(sessionID: id, finalSequence: 99)))
+        }
+        let (error, closed) = try await closedAfterError(agent)
+        #expect(error?.code == expected, "\(String(describing: error))")
+        #expect(error?.scope == .session)
+        #expect(closed.durableSequence == 40)
+        #expect(try fixture.catalog().session(id: id.description)?.status == .failed)
+        try IngestTests().assertFile(try #require(try fixture.recordings(session: id.description).first).path, content: first,
+                                     expectedCounts: counts(first.samples.prefix(40)))
+        let second = try SessionContent.make(sessionID: "s-next", seconds: 1)
+        _ = try await agent.open(second.open)
+        for sample in second.samples { try await agent.send(.sample(sample)) }
+        let done = try await agent.close("s-next", finalSequence: UInt64(second.samples.count))
+        #expect(done.durableSequence == UInt64(second.samples.count))
+        await agent.disconnect()
+        await fixture.stop()
+    }
+
+    /// protocol.md §2: an agent id may hold several connections, but a session is attached to
+    /// one. A resume from a second connection while the first still streams is `sessionBusy`
+    /// for that connection only; the session goes on and completes with every sample.
+    @Test("a resume of a session still attached to another connection is sessionBusy and disturbs nothing")
+    func aResumeOfAnAttachedSessionIsBusy() async throws {
+        let fixture = try ServerFixture()
+        let port = try await fixture.start()
+        let content = try SessionContent.make(sessionID: "s-attached", seconds: 2)
+        let agent = try await fixture.connectAgent("agent-1", port: port)
+        _ = try await agent.open(content.open)
+        for sample in content.samples.prefix(20) { try await agent.send(.sample(sample)) }
+        let intruder = try await fixture.connectAgent("agent-1", port: port)
+        try await intruder.send(.sessionResume(SessionResume(sessionID: "s-attached", lastAcknowledged: 0)))
+        let answer = try await intruder.wait(for: "the answer to the resume") { message in
+            switch message {
+            case .sessionAccepted, .sessionClosed, .error: true
+            default: false
+            }
+        }
+        guard case .error(let report) = answer else {
+            Issue.record("expected Error sessionBusy, got \(answer)")
+            return
+        }
+        #expect(report.code == .sessionBusy, "\(report)")
+        await intruder.disconnect()
+        for sample in content.samples.dropFirst(20) { try await agent.send(.sample(sample)) }
+        let closed = try await agent.close("s-attached", finalSequence: UInt64(content.samples.count))
+        #expect(closed.outcome == .finalized && closed.durableSequence == UInt64(content.samples.count))
+        await agent.disconnect()
+        await fixture.stop()
+        try IngestTests().assertFile(try #require(try fixture.recordings(session: "s-attached").first).path, content: content)
+    }
+
     @Test("the agent's own session-scoped error ends its session like the server's")
     func agentErrorEndsItsSession() async throws {
         let fixture = try ServerFixture()
