@@ -141,6 +141,32 @@ struct AgentStateMachineTests {
         #expect(m.sessionID == nil)
     }
 
+    /// A resume answered with sessionBusy (the server has not yet seen the previous connection
+    /// close) keeps the session and every sample, and resumes again after a reconnect — the
+    /// hardware bench's drift run on an overloaded guest lost 8,376 samples here when the
+    /// agent took it as the end of the session.
+    @Test func aBusyResumeIsRetriedAfterAReconnectWithEverySampleKept() {
+        var m = machine()
+        _ = handshake(&m, now: 0)
+        _ = m.openSession(id: session, labels: [], tracks: tracks, now: 0)
+        _ = m.received(.sessionAccepted(SessionAccepted(sessionID: session, acknowledged: 0)), now: 0)
+        for pts in 0..<5 { _ = m.enqueue(encoded(track: 2, pts: Int64(pts)), now: 0) }
+        _ = m.pump(now: 0)
+        _ = m.received(.ack(Ack(sessionID: session, sequence: 2)), now: 0)
+        _ = m.connectionLost(now: 1)
+        #expect(handshake(&m, now: 2).sent == [.sessionResume(SessionResume(sessionID: session, lastAcknowledged: 2))])
+        let busy = ErrorReport(code: .sessionBusy, scope: .session, message: "session cam-a-s1 is still attached to another connection")
+        let actions = m.received(.error(busy), now: 3)
+        #expect(actions.contains { if case .closeConnection = $0 { true } else { false } })
+        #expect(!actions.contains { if case .sessionFailed = $0 { true } else { false } })
+        #expect(m.sessionID == session)
+        #expect(m.buffer?.unacknowledgedCount == 3)
+        _ = m.connectionLost(now: 4)
+        #expect(handshake(&m, now: 5).sent == [.sessionResume(SessionResume(sessionID: session, lastAcknowledged: 2))])
+        _ = m.received(.sessionAccepted(SessionAccepted(sessionID: session, acknowledged: 2)), now: 6)
+        #expect(m.pump(now: 6).samples.map(\.sequence) == [3, 4, 5])
+    }
+
     /// A sample the server refuses ends the session before it (issue 14, finding 2): the agent
     /// counts it and says exactly which samples are stored.
     @Test func aRefusedSampleIsCountedAndTheStoredRangeNamed() {

@@ -307,6 +307,15 @@ public struct AgentStateMachine: Sendable {
             return [.log(.warning, "server does not know session \(s.id); opening it again"),
                     send(.sessionOpen(SessionOpen(sessionID: s.id, labels: s.labels, tracks: s.tracks)), now)]
         }
+        // The server still holds the session on the connection this agent left (it has not
+        // yet seen that connection close: a server too busy to notice, a half-open link).
+        // Nothing is lost: keep every sample, leave, and resume again after the reconnect
+        // backoff, until the server drops the old connection (protocol.md §2, §6.7).
+        if s.phase == .resuming, report.code == .sessionBusy {
+            return [.log(.warning, "server still holds session \(s.id) on the previous connection (\(report.message)); "
+                         + "resuming again after a reconnect"),
+                    .closeConnection(reason: "session \(s.id) still attached to the previous connection")]
+        }
         session = nil
         endedByServer = s.id
         let lost = s.buffer.lastSequence - s.buffer.acknowledged
