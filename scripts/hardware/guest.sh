@@ -43,7 +43,10 @@ record() {
   fact agent_started "$(uptime_s)"
   # What the guest's CPUs do half-way through (TCG is slow: this shows who takes the time).
   ( sleep $((seconds / 2 + 2)); top -b -n 1 -w 200 | head -n 20 > "$out/top.txt" ) &
-  timeout -s INT $((seconds + 60)) "$BIN/capture-agent" run --server 127.0.0.1:7443 \
+  # Time to finish after the duration: the agent waits up to --stop-timeout for the server to
+  # confirm the session; under TCG a server that fell behind (it was silent for 30 s in one CI
+  # run, with thousands of samples to catch up) needs longer than the 30 s default.
+  timeout -s INT $((seconds + 150)) "$BIN/capture-agent" run --server 127.0.0.1:7443 --stop-timeout 90 \
     --ca "$pki/ca/ca.pem" --cert "$pki/bench-agent.pem" --key "$pki/bench-agent-key.pem" \
     --agent-id bench-agent --session-id "$scenario" --record --duration "$seconds" \
     --preset ultrafast --opus-complexity "${OPUS_COMPLEXITY:-10}" --log-level info "${sources[@]}" > "$out/agent.log" 2>&1
@@ -105,7 +108,9 @@ case "$scenario" in
     set_capture_rate_ppm 2 1000
     for sub in 0 1 2; do play "$sub" "$BENCH_SHARE/signal-48k-long.wav"; done
     start_server || exit 1
-    OPUS_COMPLEXITY=3 record "${DRIFT_SECONDS:-65}" 'front=v4l2:/dev/video0?size=320x180&fps=30' \
+    # Opus complexity 0: this scenario checks timestamps only, and three encoders at 3 left an
+    # emulated guest so far behind that its server went silent (CI runs of 28346a8, 6864a80).
+    OPUS_COMPLEXITY=0 record "${DRIFT_SECONDS:-65}" 'front=v4l2:/dev/video0?size=320x180&fps=30' \
       'fast=alsa:hw:Loopback,1,0?channels=2' 'slow=alsa:hw:Loopback,1,1?channels=2' 'faster=alsa:hw:Loopback,1,2?channels=2'
     kill $(jobs -p) 2>/dev/null
     ;;
