@@ -19,6 +19,8 @@ public struct CertificateValidity: Sendable, Equatable {
     /// The validity of the leaf certificate in the PEM file at `path`; nil when the file holds
     /// no readable certificate (the TLS set-up reports that with its own message).
     public static func read(pemFile path: String) -> CertificateValidity? {
+        // An unreadable or unparsable file is not this check's to report: the TLS set-up that
+        // loads the same file fails with a message naming it, so nil (no date known) is right.
         guard let bytes = FileManager.default.contents(atPath: path),
               let leaf = try? NIOSSLCertificate.fromPEMBytes(Array(bytes)).first
         else { return nil }

@@ -141,18 +141,24 @@ struct AgentStateMachineTests {
         #expect(m.sessionID == nil)
     }
 
-    /// A resume answered with sessionBusy (the server has not yet seen the previous connection
-    /// close) keeps the session and every sample, and resumes again after a reconnect — the
-    /// hardware bench's drift run on an overloaded guest lost 8,376 samples here when the
-    /// agent took it as the end of the session.
-    @Test func aBusyResumeIsRetriedAfterAReconnectWithEverySampleKept() {
+    /// An open session that sent five audio samples, the first `acknowledged` of them acked.
+    func machineWithFiveSamplesSent(acknowledged: UInt64) -> AgentStateMachine {
         var m = machine()
         _ = handshake(&m, now: 0)
         _ = m.openSession(id: session, labels: [], tracks: tracks, now: 0)
         _ = m.received(.sessionAccepted(SessionAccepted(sessionID: session, acknowledged: 0)), now: 0)
         for pts in 0..<5 { _ = m.enqueue(encoded(track: 2, pts: Int64(pts)), now: 0) }
         _ = m.pump(now: 0)
-        _ = m.received(.ack(Ack(sessionID: session, sequence: 2)), now: 0)
+        _ = m.received(.ack(Ack(sessionID: session, sequence: acknowledged)), now: 0)
+        return m
+    }
+
+    /// A resume answered with sessionBusy (the server has not yet seen the previous connection
+    /// close) keeps the session and every sample, and resumes again after a reconnect — the
+    /// hardware bench's drift run on an overloaded guest lost 8,376 samples here when the
+    /// agent took it as the end of the session.
+    @Test func aBusyResumeIsRetriedAfterAReconnectWithEverySampleKept() {
+        var m = machineWithFiveSamplesSent(acknowledged: 2)
         _ = m.connectionLost(now: 1)
         #expect(handshake(&m, now: 2).sent == [.sessionResume(SessionResume(sessionID: session, lastAcknowledged: 2))])
         let busy = ErrorReport(code: .sessionBusy, scope: .session, message: "session cam-a-s1 is still attached to another connection")
@@ -170,13 +176,7 @@ struct AgentStateMachineTests {
     /// A sample the server refuses ends the session before it (issue 14, finding 2): the agent
     /// counts it and says exactly which samples are stored.
     @Test func aRefusedSampleIsCountedAndTheStoredRangeNamed() {
-        var m = machine()
-        _ = handshake(&m, now: 0)
-        _ = m.openSession(id: session, labels: [], tracks: tracks, now: 0)
-        _ = m.received(.sessionAccepted(SessionAccepted(sessionID: session, acknowledged: 0)), now: 0)
-        for pts in 0..<5 { _ = m.enqueue(encoded(track: 2, pts: Int64(pts)), now: 0) }
-        _ = m.pump(now: 0)
-        _ = m.received(.ack(Ack(sessionID: session, sequence: 3)), now: 0)
+        var m = machineWithFiveSamplesSent(acknowledged: 3)
         #expect(m.samplesRefused == 0)
         let report = ErrorReport(code: .sampleRefused, scope: .session, message: "sample 4 of track 2: dts goes backwards")
         let actions = m.received(.error(report), now: 0)

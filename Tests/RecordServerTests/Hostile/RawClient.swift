@@ -90,6 +90,8 @@ final class RawClient: @unchecked Sendable {
                     let client = try await RawClient.connect(port: port, context: context)
                     track(client)
                     try await client.send(partial)
+                    // No answer (the server closed, or nothing within 30 s) is a result
+                    // here, reported as nil; the callers count the codes that did arrive.
                     let reply = try? await client.message(within: .seconds(30))
                     await client.close()
                     return reply.flatMap { if case .error(let code, _, _) = $0 { code } else { nil } }
