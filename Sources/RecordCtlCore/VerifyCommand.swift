@@ -124,7 +124,7 @@ struct VerifyCommand: ParsableCommand {
         let id = trak.header.trackID
         let stbl = trak.media.information.sampleTable
         var problems: [String] = []
-        let sizes = stbl.sampleSizes.sizes
+        let sizes = stbl.sampleSizes
         let sttsTotal = stbl.timeToSample.entries.reduce(UInt64(0)) { $0 + UInt64($1.count) }
         if sttsTotal != UInt64(sizes.count) {
             problems.append("corrupted: track \(id): stts describes \(sttsTotal) samples but stsz has \(sizes.count)")
@@ -154,9 +154,11 @@ struct VerifyCommand: ParsableCommand {
         var sample = 0
         for (chunk, count) in perChunk.enumerated() {
             let start = offsets[chunk]
-            let length = sizes[sample..<(sample + count)].reduce(UInt64(0)) { $0 + UInt64($1) }
+            let length = sizes.bytes(in: sample..<(sample + count))
             sample += count
-            let end = start + length
+            // Offsets and sizes come from the file: a sum past 2^64 is past its end too.
+            let (sum, overflow) = start.addingReportingOverflow(length)
+            let end = overflow ? UInt64.max : sum
             if end > fileSize {
                 problems.append("truncated: track \(id): chunk \(chunk + 1) ends at byte \(end), beyond the end of the file (\(fileSize) bytes)")
                 break

@@ -252,15 +252,8 @@ struct DecoderRobustnessTests {
         expectParseError(.implausibleCount(field: "stts entries", count: 0xFFFF_FFFF, available: 8)) { _ = try decodePayload(TimeToSampleBox.self, stts) }
     }
 
-    @Test("stsz with a shared size caps the sample count at 100 million")
-    func uniformSampleSizeCap() throws {
-        let cap = try decodePayload(SampleSizeBox.self, [0, 0, 0, 0,  0, 0, 0, 0xA0,  0x00, 0x01, 0x86, 0xA0])  // 100_000
-        #expect(cap.sizes.count == 100_000)
-        #expect(cap.sizes.allSatisfy { $0 == 160 })
-        expectParseError(.implausibleCount(field: "stsz sample_count", count: 100_000_001, available: 0)) {
-            _ = try decodePayload(SampleSizeBox.self, [0, 0, 0, 0,  0, 0, 0, 0xA0,  0x05, 0xF5, 0xE1, 0x01])
-        }
-    }
+    // A shared-size stsz claiming billions of samples is no longer refused: it is held as a
+    // size and a count (SampleTableBoxTests.sampleSizesSharedHuge).
 
     @Test("a trun without per-sample fields cannot claim billions of samples")
     func trunWithoutFieldsHugeCount() {

@@ -157,6 +157,37 @@ struct SampleTableBoxTests {
         #expect(try decodeBox(SampleSizeBox.self, from: expected) == stsz)
     }
 
+    /// Found by fuzzing: a shared size was expanded into one entry per sample, so a 20-byte box
+    /// cost up to 80 MB and the reader's sums a minute per input.
+    @Test("stsz with a shared size claiming 2^32 − 1 samples is held as a size and a count")
+    func sampleSizesSharedHuge() throws {
+        let bytes: [UInt8] = [
+            0x00, 0x00, 0x00, 0x14,  // size 20
+            0x73, 0x74, 0x73, 0x7A,  // 'stsz'
+            0x00, 0x00, 0x00, 0x00,  // version 0, flags 0
+            0x00, 0x00, 0x10, 0x00,  // sample_size 4096
+            0xFF, 0xFF, 0xFF, 0xFF,  // sample_count 4,294,967,295
+        ]
+        let stsz = try decodeBox(SampleSizeBox.self, from: bytes)
+        #expect(stsz.count == 4_294_967_295)
+        #expect(stsz[4_294_967_294] == 4096)
+        #expect(stsz.totalBytes == 4096 * 4_294_967_295)
+        #expect(stsz.bytes(in: 10..<13) == 3 * 4096)
+        #expect(stsz.encoded() == bytes)
+        #expect(stsz == SampleSizeBox(sharedSize: 4096, count: 4_294_967_295))
+        #expect(stsz != SampleSizeBox(sharedSize: 4096, count: 4_294_967_294))
+    }
+
+    @Test("a shared size and a table of that size are the same box")
+    func sampleSizesStorageIsNotIdentity() throws {
+        #expect(SampleSizeBox(sharedSize: 160, count: 3) == SampleSizeBox(sizes: [160, 160, 160]))
+        #expect(SampleSizeBox(sizes: [160, 160, 160]) == SampleSizeBox(sharedSize: 160, count: 3))
+        #expect(SampleSizeBox(sharedSize: 160, count: 3) != SampleSizeBox(sizes: [160, 160, 161]))
+        #expect(SampleSizeBox(sharedSize: 160, count: 3).sizes == [160, 160, 160])
+        #expect(SampleSizeBox(sharedSize: 0, count: 2).encoded() == SampleSizeBox(sizes: [0, 0]).encoded())
+        #expect(SampleSizeBox(sizes: [100, 200, 300]).bytes(in: 1..<3) == 500)
+    }
+
     @Test("stsz for an empty table")
     func sampleSizesEmpty() throws {
         let stsz = SampleSizeBox(sizes: [])

@@ -82,12 +82,12 @@ public struct MP4Inspection: Sendable {
         if let first = trak.edit?.editList.entries.first, first.mediaTime == -1, movieTimescale > 0 {
             start = Double(first.segmentDuration) / Double(movieTimescale)
         }
-        let sizes = stbl.sampleSizes.sizes
+        let sizes = stbl.sampleSizes
         return Track(id: trak.header.trackID, label: trak.media.handler.name, kind: kind, codec: codec,
                      width: Int(trak.header.width >> 16), height: Int(trak.header.height >> 16), rotation: rotation,
                      timescale: timescale, sampleCount: sizes.count,
                      keyframeCount: stbl.syncSamples?.sampleNumbers.count ?? sizes.count,
-                     payloadBytes: sizes.reduce(0) { $0 + UInt64($1) },
+                     payloadBytes: sizes.totalBytes,
                      durationSeconds: timescale > 0 ? Double(trak.media.header.duration) / Double(timescale) : 0,
                      startSeconds: start)
     }

@@ -24,7 +24,7 @@ public enum MP4Recovery {
         }
         if scan.isProgressive {
             return Report(path: path, alreadyFinalized: true, fragmentsRecovered: 0,
-                          samplesRecovered: movie.tracks.reduce(0) { $0 + $1.media.information.sampleTable.sampleSizes.sizes.count },
+                          samplesRecovered: movie.tracks.reduce(0) { $0 + $1.media.information.sampleTable.sampleSizes.count },
                           bytesDiscarded: 0, fileSize: scan.fileSize, tornReason: nil)
         }
         guard scan.boxes.count >= 2, scan.boxes[1].type == FreeSpaceBox.boxType, scan.boxes[1].size == 16,
