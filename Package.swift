@@ -124,11 +124,13 @@ let package = Package(
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Shared"], exclude: ["Corpus", "ReaderCorpus"]),
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", "Shared", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
         .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding", "TestSupport", "Shared"]),
-        // Test support shared by test targets: external tools (ffprobe, ffmpeg) as oracles, the
-        // built executables, a TCP proxy that cuts the network.
+        // Test support shared by test targets: processes and temporary directories, external
+        // tools (ffprobe, ffmpeg) as oracles, the built executables, a real record-server and
+        // agent settings for it, a TCP proxy that cuts the network.
         .target(name: "TestSupport", dependencies: [
-            "MediaEncoding", "RecordServerCore", "RecordingTLS",
+            "MediaEncoding", "RecordServerCore", "CaptureAgentCore", "RecordingTLS", "Shared",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore", "TestSupport"]),
         // Judges what scripts/hardware-test.sh recorded from real kernel drivers in a VM.

@@ -4,6 +4,7 @@ import NIOPosix
 import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 @testable import CaptureAgentCore
 
 @Suite("End to end with a real record-server over TLS", .serialized)
@@ -27,28 +28,8 @@ struct EndToEndTests {
     }
 }
 
-/// The record-server executable next to the test bundle (built by `swift build --build-tests`).
-let recordServerBinary: String? = {
-    let candidates = [
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/record-server").standardized.path,
-        Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("record-server").path,
-    ]
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-}()
-
-/// A free loopback TCP port (bound and released; the server binds it again at once).
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = 0
-    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-    return Int(UInt16(bigEndian: addr.sin_port))
-}
+/// The record-server executable (built by `swift build --build-tests`).
+let recordServerBinary = BuiltProducts.path("record-server")
 
 extension EndToEndTests {
     /// Records `seconds` from the fixture's agent through a record-server subprocess that is
@@ -56,20 +37,14 @@ extension EndToEndTests {
     /// same data directory. Returns how the server processes ended and the finished file.
     private func recordThroughServerRestarts(_ fixture: EndToEndFixture, sessionID: Identifier, seconds: Double,
                                              signal: Int32, restarts: Int) async throws -> (endings: [(Process.TerminationReason, Int32)], file: String?) {
-        let port = try freePort()
+        let port = try LoopbackPort.free()
         var config = fixture.serverConfiguration
         config.ingest = .init(host: "127.0.0.1", port: port)
         let configPath = fixture.directory.path + "/server.json"
         try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
 
-        func launch() throws -> Process {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: recordServerBinary!)
-            p.arguments = ["--config", configPath, "--log-level", "warning"]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            try p.run()
-            return p
+        func launch() throws -> ChildProcess {
+            try ChildProcess(recordServerBinary!, ["--config", configPath, "--log-level", "warning"])
         }
         var server = try launch()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -79,15 +54,13 @@ extension EndToEndTests {
         var endings: [(Process.TerminationReason, Int32)] = []
         for _ in 0..<restarts {
             try await Task.sleep(for: .seconds(3))
-            kill(server.processIdentifier, signal)
-            server.waitUntilExit()
+            server.signalAndWait(signal)
             endings.append((server.terminationReason, server.terminationStatus))
             try await Task.sleep(for: .seconds(1))
             server = try launch()
         }
         try await recording.value
         server.terminate()
-        server.waitUntilExit()
         try await group.shutdownGracefully()
         let files = fixture.recordings()
         #expect(files.count == 1, "\(files)")
@@ -134,19 +107,15 @@ extension EndToEndTests {
     @Test(.timeLimit(.minutes(3)), .enabled(if: recordServerBinary != nil, "needs .build/debug/record-server (swift build --build-tests)"))
     func aServerOutOfFileDescriptorsAcceptsAgainWhenTheyFreeUp() async throws {
         let fixture = try EndToEndFixture()
-        let port = try freePort()
+        let port = try LoopbackPort.free()
         var config = fixture.serverConfiguration
         config.ingest = .init(host: "127.0.0.1", port: port)
         let configPath = fixture.directory.path + "/server.json"
         try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
         let limit = 128
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/bin/sh")
-        server.arguments = ["-c", "ulimit -n \(limit) && exec \"$0\" --config \"$1\" --log-level warning", recordServerBinary!, configPath]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try server.run()
-        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
+        let server = try ChildProcess("/bin/sh", ["-c", "ulimit -n \(limit) && exec \"$0\" --config \"$1\" --log-level warning",
+                                                  recordServerBinary!, configPath])
+        defer { server.terminate() }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
         // Wait until it listens, then hold idle TCP connections (no TLS ClientHello) until the
@@ -157,7 +126,7 @@ extension EndToEndTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(idle.count == 1, "record-server did not start listening")
-        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.processIdentifier)/fd").count) ?? 0 }
+        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.pid)/fd").count) ?? 0 }
         while idle.count < limit + 20 {
             idle.append(try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get())
         }
@@ -177,7 +146,6 @@ extension EndToEndTests {
         try await recording.value
         #expect(server.isRunning, "record-server exited (status \(server.isRunning ? 0 : server.terminationStatus))")
         server.terminate()
-        server.waitUntilExit()
         try await group.shutdownGracefully()
 
         let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Shared by the fault tests: the decoded recording has 2 H.264 video tracks and 1 Opus track,
 /// ffmpeg printed no errors, and every video track's frame counters are readable and run
@@ -25,8 +26,5 @@ func checkContiguousFrames(_ decoded: DecodedRecording, expected: ClosedRange<In
 
 /// Packets in all streams of `path`, counted by ffprobe.
 func countPackets(_ path: String) throws -> Int {
-    let out = String(decoding: try toolStdout("/usr/bin/ffprobe", [
-        "-v", "error", "-count_packets", "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", path,
-    ]), as: UTF8.self)
-    return out.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.reduce(0, +)
+    try Oracle.streams(path).map(\.packets).reduce(0, +)
 }

@@ -13,25 +13,11 @@ let captureAgentBinary = BuiltProducts.path("capture-agent")
 /// End-to-end fault tests from issue 7: several agents at once, and an agent killed mid-session.
 @Suite("Fleet and fault tests with a real record-server over TLS", .serialized)
 struct FleetFaultTests {
-    /// Writes a client certificate for `agentID` into the fixture directory; returns (cert, key) paths.
-    private func agentCertificate(_ fixture: EndToEndFixture, _ agentID: String) throws -> (cert: String, key: String) {
-        let cert = fixture.directory.path + "/\(agentID).pem", key = fixture.directory.path + "/\(agentID)-key.pem"
-        try fixture.ca.issueAgentCertificate(agentID: agentID).write(certPath: cert, keyPath: key)
-        return (cert, key)
-    }
-
     /// Two small 15 fps test cameras and test audio, as `agentID`, recording `sessionID` for `seconds`.
     private func settings(_ fixture: EndToEndFixture, agentID: String, port: Int, seconds: Double, sessionID: Identifier) throws -> AgentSettings {
-        let (cert, key) = try agentCertificate(fixture, agentID)
-        return AgentSettings(
-            host: "127.0.0.1", port: port,
-            tls: try TLSConfigurations.client(caPEMPath: fixture.caPath, certificatePEMPath: cert, privateKeyPEMPath: key,
-                                              serverHostname: "127.0.0.1"),
-            tlsHostname: nil, agentID: try Identifier(validating: agentID),
-            sources: [try SourceSpec.parse("front=test:320x240@15"), try SourceSpec.parse("back=test:320x240@15"), try SourceSpec.parse("tone=test:audio")],
-            video: VideoEncodingSettings(preset: "ultrafast", threads: 1),
-            backoff: ReconnectBackoff(initial: 100_000_000, maximum: 1_000_000_000),
-            record: true, sessionID: sessionID, duration: seconds)
+        try fixture.server.agentSettings(agentID: agentID, port: port,
+                                         sources: ["front=test:320x240@15", "back=test:320x240@15", "tone=test:audio"],
+                                         record: true, sessionID: sessionID, duration: seconds)
     }
 
     /// Decodes `path` and applies the shared contiguous-frames check. Returns N per video track.
@@ -93,26 +79,18 @@ struct FleetFaultTests {
         config.resumeWindowSeconds = 2
         let server = try RecordServer(configuration: config, logger: EndToEndFixture.logger)
         let running = try await server.start()
-        let (cert, key) = try agentCertificate(fixture, "agent-k")
+        let (cert, key) = try fixture.server.writeAgentCertificate("agent-k")
 
-        let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: captureAgentBinary!)
-        agent.arguments = [
+        // The agent logs every acknowledgement at trace level; the log tells the test what the
+        // server had promised was durable when the agent died.
+        let logPath = fixture.directory.path + "/agent.log"
+        let agent = try ChildProcess(captureAgentBinary!, [
             "run", "--server", "127.0.0.1:\(running.ingestPort)", "--ca", fixture.caPath, "--cert", cert, "--key", key,
             "--agent-id", "agent-k", "--source", "front=test:320x240@15", "--source", "back=test:320x240@15",
             "--source", "tone=test:audio", "--preset", "ultrafast", "--threads", "1",
             "--record", "--session-id", "crash-1", "--duration", "60", "--log-level", "trace",
-        ]
-        // The agent logs every acknowledgement at trace level; the log tells the test what the
-        // server had promised was durable when the agent died.
-        let logPath = fixture.directory.path + "/agent.log"
-        try #require(FileManager.default.createFile(atPath: logPath, contents: nil), "cannot create \(logPath)")
-        agent.standardOutput = FileHandle.nullDevice
-        agent.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        try agent.run()
-        defer {
-            if agent.isRunning { kill(agent.processIdentifier, SIGKILL); agent.waitUntilExit() }
-        }
+        ], logPath: logPath)
+        defer { agent.kill9() }
 
         let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
         // Wait (bounded) for the session to exist, then let it record a few seconds of media.
@@ -128,8 +106,7 @@ struct FleetFaultTests {
         }
         try await Task.sleep(for: .seconds(4))
         #expect(agent.isRunning, "the agent is still recording when killed")
-        kill(agent.processIdentifier, SIGKILL)
-        agent.waitUntilExit()
+        agent.kill9()
 
         // The server notices, waits the 2 s resume window, and finalizes as interrupted.
         var record = try catalog.session(id: "crash-1")

@@ -14,15 +14,10 @@ struct NetworkFaultTests {
     /// The fixture's agent certificate, `sources`, a graceful stop by `shutdown()` (no duration).
     private func settings(_ fixture: EndToEndFixture, port: Int, sources: [String], sessionID: Identifier,
                           duration: Double?, stopTimeout: Int64 = 30_000_000_000) throws -> AgentSettings {
-        AgentSettings(
-            host: "127.0.0.1", port: port,
-            tls: try TLSConfigurations.client(caPEMPath: fixture.caPath, certificatePEMPath: fixture.directory.path + "/agent.pem",
-                                              privateKeyPEMPath: fixture.directory.path + "/agent-key.pem", serverHostname: "127.0.0.1"),
-            tlsHostname: nil, agentID: "cam-e2e",
-            sources: try sources.map { try SourceSpec.parse($0) },
-            video: VideoEncodingSettings(preset: "ultrafast", threads: 1),
-            backoff: ReconnectBackoff(initial: 100_000_000, maximum: 1_000_000_000),
-            record: true, sessionID: sessionID, duration: duration, stopTimeout: stopTimeout)
+        var settings = try fixture.server.agentSettings(agentID: "cam-e2e", port: port, sources: sources, record: true,
+                                                        sessionID: sessionID, duration: duration)
+        settings.stopTimeout = stopTimeout
+        return settings
     }
 
     /// An in-process record-server for the fixture, reached through a fault-injecting proxy.

@@ -64,7 +64,7 @@ struct PermanentRefusalTests {
     @Test func aRevokedAgentIsRefusedForGood() async throws {
         let fixture = try EndToEndFixture()
         var list = RevocationList()
-        let certificate = try NIOSSLCertificateLoader.first(fixture.directory.path + "/agent.pem")
+        let certificate = try NIOSSLCertificateLoader.first(fixture.agentCertificate.certificate)
         try list.revoke(serial: PeerIdentity.serialNumber(of: certificate), agentID: "cam-e2e")
         let revoked = fixture.directory.path + "/revoked.json"
         try list.save(path: revoked)

@@ -7,7 +7,7 @@ import Testing
 @Suite("capture-agent run: flags and the config file")
 struct RunCommandTests {
     /// `certificate` names the PEM pair in the fixture's directory (`NAME.pem`, `NAME-key.pem`).
-    private func command(_ fixture: EndToEndFixture, _ extra: [String], certificate: String = "agent") throws -> RunCommand {
+    private func command(_ fixture: EndToEndFixture, _ extra: [String], certificate: String = "cam-e2e") throws -> RunCommand {
         try RunCommand.parse([
             "--server", "127.0.0.1:7443", "--ca", fixture.caPath,
             "--cert", fixture.directory.path + "/\(certificate).pem", "--key", fixture.directory.path + "/\(certificate)-key.pem",

@@ -60,8 +60,8 @@ struct StopWhileOpeningTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let settings = AgentSettings(
             host: "127.0.0.1", port: running.ingestPort,
-            tls: try TLSConfigurations.client(caPEMPath: fixture.caPath, certificatePEMPath: fixture.directory.path + "/agent.pem",
-                                              privateKeyPEMPath: fixture.directory.path + "/agent-key.pem", serverHostname: "127.0.0.1"),
+            tls: try TLSConfigurations.client(caPEMPath: fixture.caPath, certificatePEMPath: fixture.agentCertificate.certificate,
+                                              privateKeyPEMPath: fixture.agentCertificate.privateKey, serverHostname: "127.0.0.1"),
             tlsHostname: nil, agentID: "cam-e2e",
             sources: [try SourceSpec.parse("front=y4m:\(camera.path)")],
             video: VideoEncodingSettings(preset: "ultrafast", threads: 1),

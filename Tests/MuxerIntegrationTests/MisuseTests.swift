@@ -10,7 +10,7 @@ import Testing
 struct MisuseTests {
     @Test("Each misuse throws its code, the recording continues, and the file holds exactly the accepted samples")
     func misuseKeepsRecording() throws {
-        let dir = try ScratchDirectory(prefix: "misuse")
+        let dir = try TemporaryDirectory(prefix: "misuse")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 60)),
             .video(.init(id: 2, label: "back", frames: 60)),
@@ -105,7 +105,7 @@ struct MisuseTests {
 
     @Test("Invalid configurations are refused up front")
     func invalidConfiguration() throws {
-        let dir = try ScratchDirectory(prefix: "badconfig")
+        let dir = try TemporaryDirectory(prefix: "badconfig")
         let recording = try MediaGenerator.generate([.video(.init(id: 1, label: "front", frames: 1))])
         var config = makeConfiguration(recording, directory: dir.path)
         config.tracks = []
@@ -132,7 +132,7 @@ struct MisuseTests {
             .audio(.init(id: 2, label: "mic", packets: 175)),
         ])
         for segmented in [false, true] {
-            let dir = try ScratchDirectory(prefix: "cancel")
+            let dir = try TemporaryDirectory(prefix: "cancel")
             let outcome = try record(recording, directory: dir.path, finish: false) {
                 if segmented { $0.maxSegmentDuration = 1_000_000_000 }
             }
@@ -148,7 +148,7 @@ struct MisuseTests {
             expectMuxerError(.notRunning, "finish after cancel") { () throws(MuxerError) in try outcome.muxer.finish() }
         }
         // Cancel before anything was appended, and finish with nothing appended.
-        let dir = try ScratchDirectory(prefix: "cancel-empty")
+        let dir = try TemporaryDirectory(prefix: "cancel-empty")
         let muxer = try MP4Muxer(configuration: makeConfiguration(recording, directory: dir.path))
         try muxer.start()
         #expect(dir.listing() == ["rec.mp4"])
@@ -164,7 +164,7 @@ struct MisuseTests {
     @Test("start() in a missing directory, or over an existing file, throws .io and touches nothing")
     func ioFailures() throws {
         let recording = try MediaGenerator.generate([.video(.init(id: 1, label: "front", frames: 1))])
-        let dir = try ScratchDirectory(prefix: "io")
+        let dir = try TemporaryDirectory(prefix: "io")
         let missing = try MP4Muxer(configuration: makeConfiguration(recording, directory: dir.file("does/not/exist")))
         let error = expectMuxerError(.io, "missing directory") { () throws(MuxerError) in try missing.start() }
         #expect(error?.errno == ENOENT, "errno \(error?.errno ?? -1)")

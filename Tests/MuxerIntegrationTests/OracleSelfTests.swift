@@ -8,7 +8,7 @@ import Testing
 struct OracleSelfTests {
     @Test("Shifted timestamps, a changed payload and a missing packet are all caught")
     func oraclesCanFail() throws {
-        let dir = try ScratchDirectory(prefix: "self")
+        let dir = try TemporaryDirectory(prefix: "self")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 30)),
             .audio(.init(id: 2, label: "mic", packets: 50)),

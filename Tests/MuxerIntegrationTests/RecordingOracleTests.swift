@@ -8,7 +8,7 @@ import Testing
 struct RecordingOracleTests {
     @Test("1 video track, 320x240@30, 90 frames")
     func singleVideoTrack() throws {
-        let dir = try ScratchDirectory(prefix: "single")
+        let dir = try TemporaryDirectory(prefix: "single")
         let recording = try MediaGenerator.generate([.video(.init(id: 1, label: "front", frames: 90))])
         let outcome = try record(recording, directory: dir.path)
         assertBookkeeping(outcome, recording: recording)
@@ -22,7 +22,7 @@ struct RecordingOracleTests {
 
     @Test("2 cameras + mic for 4 s: every packet, and frame counters decode back 0..N-1")
     func twoCamerasAndMic() throws {
-        let dir = try ScratchDirectory(prefix: "multi")
+        let dir = try TemporaryDirectory(prefix: "multi")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 120)),
             .video(.init(id: 2, label: "back", frames: 120)),
@@ -41,7 +41,7 @@ struct RecordingOracleTests {
 
     @Test("Audio only")
     func audioOnly() throws {
-        let dir = try ScratchDirectory(prefix: "audio")
+        let dir = try TemporaryDirectory(prefix: "audio")
         let recording = try MediaGenerator.generate([.audio(.init(id: 7, label: "mic", packets: 150))])
         let outcome = try record(recording, directory: dir.path)
         assertBookkeeping(outcome, recording: recording)
@@ -52,7 +52,7 @@ struct RecordingOracleTests {
 
     @Test("Audio starts 500 ms after video: offset kept (empty edit)")
     func lateAudio() throws {
-        let dir = try ScratchDirectory(prefix: "lateaudio")
+        let dir = try TemporaryDirectory(prefix: "lateaudio")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 90)),
             .audio(.init(id: 2, label: "mic", packets: 125, startOffset: 500_000_000)),
@@ -72,7 +72,7 @@ struct RecordingOracleTests {
 
     @Test("Back camera starts 1 s late: offset kept (empty edit)")
     func lateCamera() throws {
-        let dir = try ScratchDirectory(prefix: "latecam")
+        let dir = try TemporaryDirectory(prefix: "latecam")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 120)),
             .video(.init(id: 2, label: "back", frames: 90, startOffset: 1_000_000_000)),
@@ -88,7 +88,7 @@ struct RecordingOracleTests {
 
     @Test("B-frames: pts != dts, ctts present, negative first dts, packets match")
     func bFrames() throws {
-        let dir = try ScratchDirectory(prefix: "bframes")
+        let dir = try TemporaryDirectory(prefix: "bframes")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 90, bFrames: 2)),
             .audio(.init(id: 2, label: "mic", packets: 150)),
@@ -110,7 +110,7 @@ struct RecordingOracleTests {
 
     @Test("Rotation → ffprobe display matrix", arguments: [(90, -90.0), (180, 180.0), (270, 90.0)])
     func rotation(degrees: Int, ffprobeRotation: Double) throws {
-        let dir = try ScratchDirectory(prefix: "rot\(degrees)")
+        let dir = try TemporaryDirectory(prefix: "rot\(degrees)")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 30, rotation: degrees)),
             .video(.init(id: 2, label: "back", frames: 30)),
@@ -130,7 +130,7 @@ struct RecordingOracleTests {
 
     @Test("Faststart: moov before mdat, oracles pass")
     func faststart() throws {
-        let dir = try ScratchDirectory(prefix: "faststart")
+        let dir = try TemporaryDirectory(prefix: "faststart")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 90)),
             .video(.init(id: 2, label: "back", frames: 90)),

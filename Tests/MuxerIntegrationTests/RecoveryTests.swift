@@ -20,7 +20,7 @@ struct RecoveryTests {
         var reports: [FragmentReport]
     }
 
-    static func crash(directory: ScratchDirectory) throws -> Crashed {
+    static func crash(directory: TemporaryDirectory) throws -> Crashed {
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 150, keyframeInterval: 15)),
             .video(.init(id: 2, label: "back", frames: 150, keyframeInterval: 15)),
@@ -122,7 +122,7 @@ struct RecoveryTests {
 
     @Test("Truncated copies recover exactly the complete fragments before the cut")
     func truncatedCopies() throws {
-        let dir = try ScratchDirectory(prefix: "recover")
+        let dir = try TemporaryDirectory(prefix: "recover")
         let crashed = try Self.crash(directory: dir)
         let ends = crashed.fragmentEnds
         let cases: [(name: String, cut: Int, fragments: Int)] = [
@@ -148,7 +148,7 @@ struct RecoveryTests {
 
     @Test("A cut inside the init moov, or right after it, is noCompleteFragment")
     func cutInsideInitSegment() throws {
-        let dir = try ScratchDirectory(prefix: "recover-init")
+        let dir = try TemporaryDirectory(prefix: "recover-init")
         let crashed = try Self.crash(directory: dir)
         for (name, cut) in [("inside init moov", (crashed.moovStart + crashed.initEnd) / 2),
                             ("1 byte into init moov", crashed.moovStart + 1),
@@ -165,7 +165,7 @@ struct RecoveryTests {
 
     @Test("An un-truncated crashed file recovers everything written so far, at every fragment")
     func untruncated() throws {
-        let dir = try ScratchDirectory(prefix: "recover-full")
+        let dir = try TemporaryDirectory(prefix: "recover-full")
         let crashed = try Self.crash(directory: dir)
         for k in [1, crashed.snapshots.count / 2, crashed.snapshots.count] {
             let path = dir.file("crash-after-\(k).mp4")
@@ -176,7 +176,7 @@ struct RecoveryTests {
 
     @Test("Recovering an already finalized file reports alreadyFinalized and leaves it unchanged")
     func alreadyFinalized() throws {
-        let dir = try ScratchDirectory(prefix: "recover-final")
+        let dir = try TemporaryDirectory(prefix: "recover-final")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 60)),
             .audio(.init(id: 2, label: "mic", packets: 100)),
@@ -201,7 +201,7 @@ struct RecoveryTests {
         }
 
         // A recovered file is finalized too: a second recovery is a no-op.
-        let crashDir = try ScratchDirectory(prefix: "recover-twice")
+        let crashDir = try TemporaryDirectory(prefix: "recover-twice")
         let crashed = try Self.crash(directory: crashDir)
         let path = crashDir.file("twice.mp4")
         try crashed.bytes.write(to: URL(fileURLWithPath: path))
@@ -216,7 +216,7 @@ struct RecoveryTests {
 
     @Test("Files that are not ours are refused without being modified")
     func notOurFile() throws {
-        let dir = try ScratchDirectory(prefix: "recover-foreign")
+        let dir = try TemporaryDirectory(prefix: "recover-foreign")
         // An ffmpeg-written fragmented MP4: no placeholder, no mcrs box.
         let foreign = dir.file("ffmpeg-frag.mp4")
         let made = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=30", "-t", "1",

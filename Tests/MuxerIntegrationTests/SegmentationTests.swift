@@ -8,7 +8,7 @@ import Testing
 struct SegmentationTests {
     @Test("2 s segments over 7 s of 2 cameras + mic: every file passes, together they hold every sample once")
     func segmentsByDuration() throws {
-        let dir = try ScratchDirectory(prefix: "segments")
+        let dir = try TemporaryDirectory(prefix: "segments")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 210)),
             .video(.init(id: 2, label: "back", frames: 210)),
@@ -71,7 +71,7 @@ struct SegmentationTests {
 
     @Test("Size-limited segments (maxSegmentBytes) also split at keyframes and lose nothing")
     func segmentsBySize() throws {
-        let dir = try ScratchDirectory(prefix: "segbytes")
+        let dir = try TemporaryDirectory(prefix: "segbytes")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 150, keyframeInterval: 15)),
             .audio(.init(id: 2, label: "mic", packets: 250)),

@@ -39,7 +39,7 @@ struct StallTests {
 
     @Test("Audio loses 2 s mid-recording: stalled once, resumed once, file complete")
     func audioGap() throws {
-        let dir = try ScratchDirectory(prefix: "stall-gap")
+        let dir = try TemporaryDirectory(prefix: "stall-gap")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 180)),
             .video(.init(id: 2, label: "back", frames: 180)),
@@ -57,7 +57,7 @@ struct StallTests {
 
     @Test("Audio delivered 2 s late in a burst (timestamps continuous): stalled once, resumed once, file complete")
     func audioLateBurst() throws {
-        let dir = try ScratchDirectory(prefix: "stall-late")
+        let dir = try TemporaryDirectory(prefix: "stall-late")
         let recording = try MediaGenerator.generate([
             .video(.init(id: 1, label: "front", frames: 180)),
             .audio(.init(id: 3, label: "mic", packets: 300, late: (at: 100, count: 100))),

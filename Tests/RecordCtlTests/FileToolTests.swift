@@ -1,6 +1,7 @@
 import Foundation
 import Shared
 import Testing
+import TestSupport
 
 /// `verify`, `inspect` and `recover` on files made by the muxer (`recordctl demo`).
 @Suite("recordctl file tools", .serialized)
@@ -13,16 +14,10 @@ struct FileToolTests {
         return directory + "/" + file
     }
 
-    static func temporaryDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("recordctl-files-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     @Test(.timeLimit(.minutes(2)))
     func verifyPassesAGoodFileAndFailsTruncatedAndCorruptedCopies() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory(prefix: "recordctl-files")
+        let directory = scratch.path
         let good = try Self.demoRecording(in: directory)
 
         let ok = try recordctl(["verify", good])
@@ -84,8 +79,8 @@ struct FileToolTests {
 
     @Test(.timeLimit(.minutes(2)))
     func inspectAgreesWithFFprobeOnAMuxerFile() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory(prefix: "recordctl-files")
+        let directory = scratch.path
         let file = try Self.demoRecording(in: directory)
         try InspectAgreesWithFFprobe.check(file)
         let text = try recordctl(["inspect", file])
@@ -127,8 +122,8 @@ struct FileToolTests {
     }
 
     @Test func recoverRefusesAFileOfADataDirectoryARunningServerHolds() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory(prefix: "recordctl-files")
+        let directory = scratch.path
         let file = try Self.demoRecording(in: directory)
         // What a running record-server holds on its data directory (here, this process).
         let lock = try DataDirectoryLock(dataDirectory: directory)
@@ -143,13 +138,13 @@ struct FileToolTests {
     /// the `tfhd` defaults); read without them every sample looked like a keyframe and the
     /// last fragment had no duration.
     @Test func inspectReadsAnotherMuxersFragmentedMP4LikeFFprobe() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory(prefix: "recordctl-files")
+        let directory = scratch.path
         let file = directory + "/fragmented.mp4"
-        let made = try runProcess("/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=4",
+        let made = try tool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=4",
                                                       "-c:v", "libx264", "-g", "25", "-movflags", "frag_keyframe+empty_moov", file])
         try #require(made.status == 0, "\(made.output)")
-        let probe = try runProcess("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=flags",
+        let probe = try tool("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=flags",
                                                         "-show_entries", "stream=duration", "-of", "csv=p=0", file])
         let lines = probe.stdout.split(separator: "\n").map(String.init)
         let keyframes = lines.filter { $0.hasPrefix("K") }.count
@@ -165,10 +160,10 @@ struct FileToolTests {
     }
 
     @Test func inspectRefusesAFileThatIsNotMP4() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory(prefix: "recordctl-files")
+        let directory = scratch.path
         let matroska = directory + "/clip.mkv"
-        let made = try runProcess("/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5:duration=1",
+        let made = try tool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5:duration=1",
                                                       "-c:v", "libx264", matroska])
         try #require(made.status == 0, "\(made.output)")
         let result = try recordctl(["inspect", matroska])

@@ -3,6 +3,7 @@ import NIOSSL
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// Agents without client certificates, authenticated by the bearer token in their Hello
 /// (`tls.requireClientCertificate` false plus `bearerTokens`; protocol.md §2, §6.1). In this

@@ -2,6 +2,7 @@ import Foundation
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// The catalog says what the files hold (issue 13, finding 5): a live recording shows what
 /// is durable so far, a finished one what the finished file holds.

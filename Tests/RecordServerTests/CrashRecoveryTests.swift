@@ -2,6 +2,7 @@ import Foundation
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// `kill -9` of the real server process in the middle of a session.
 @Suite("Crash recovery", .serialized)

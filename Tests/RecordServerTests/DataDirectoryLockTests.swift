@@ -2,6 +2,7 @@ import Foundation
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// One record-server per data directory (issue 13, finding 1): a second one started by hand on
 /// the same directory must not touch the first one's live recordings.

@@ -2,6 +2,7 @@ import Foundation
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// A full disk: the data directory on a tiny tmpfs. Needs permission to mount (root here and
 /// in CI); skipped with that reason elsewhere.
@@ -75,22 +76,22 @@ struct TinyFilesystem {
         let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(getpid())").path
         try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: probe) }
-        guard (try? Oracle.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", probe]))?.status == 0 else { return false }
-        _ = try? Oracle.run(["umount", probe])
+        guard (try? runTool("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe]))?.status == 0 else { return false }
+        _ = try? runTool("umount", [probe])
         return true
     }()
 
     init(path: String, kilobytes: Int) throws {
         self.path = path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let r = try Oracle.run(["mount", "-t", "tmpfs", "-o", "size=\(kilobytes)k,mode=0700", "tmpfs", path])
+        let r = try runTool("mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k,mode=0700", "tmpfs", path])
         guard r.status == 0 else { throw TestAgentError("mount failed: \(r.stderr)") }
     }
 
     func grow(kilobytes: Int) throws {
-        let r = try Oracle.run(["mount", "-o", "remount,size=\(kilobytes)k", path])
+        let r = try runTool("mount", ["-o", "remount,size=\(kilobytes)k", path])
         guard r.status == 0 else { throw TestAgentError("remount failed: \(r.stderr)") }
     }
 
-    func unmount() { _ = try? Oracle.run(["umount", "-l", path]) }
+    func unmount() { _ = try? runTool("umount", ["-l", path]) }
 }

@@ -2,6 +2,7 @@ import Foundation
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// A graceful stop (SIGTERM, `systemctl restart`) in the middle of a session suspends it: the
 /// restarted server shows it as `suspended`, the agent resumes it into the same file, and an

@@ -2,6 +2,7 @@ import Foundation
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// A start is idempotent (issue 13, finding 3): an agent that records already is not sent
 /// StartSession at all, and a start that works answers with the new session's id.

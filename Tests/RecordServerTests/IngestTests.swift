@@ -3,6 +3,7 @@ import NIOCore
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// The server over real TLS on loopback, fed by a test agent built from the Shared protocol
 /// code; every file it writes is judged by ffprobe and ffmpeg.

@@ -2,6 +2,7 @@ import Foundation
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// protocol.md §6.7, "A session that finished meanwhile": an agent whose `SessionClosed` was
 /// lost (a server killed right after finalizing) resumes the session and gets the same

@@ -3,6 +3,7 @@ import NIOCore
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// How sessions end when something is wrong (protocol.md §6.12, §8, §9): a session-scoped
 /// error ends exactly the session it names, with what was durable, and tells the agent; a

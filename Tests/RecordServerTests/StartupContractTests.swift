@@ -2,6 +2,7 @@ import Foundation
 import RecordingTLS
 @testable import RecordServerCore
 import Testing
+import TestSupport
 
 /// What the `record-server` executable promises an operator at start-up (issue 13, finding 6):
 /// valid but risky settings are logged as warnings before it serves, and every configuration
@@ -12,7 +13,7 @@ struct StartupContractTests {
     @Test("fsync none, an admin API on every interface and a token file others can read are each logged as a warning at start-up")
     func riskySettingsAreLoggedAtStartUp() async throws {
         let fixture = try ServerFixture()
-        let server = try ServerProcess(fixture: fixture, adminPort: try ServerProcess.freePort())
+        let server = try ServerProcess(fixture: fixture, adminPort: try LoopbackPort.free())
         let tokenFile = fixture.directory + "/admin-token"
         try ServerFixture.adminToken.write(toFile: tokenFile, atomically: true, encoding: .utf8)
         #expect(chmod(tokenFile, 0o644) == 0)
@@ -34,7 +35,7 @@ struct StartupContractTests {
     @Test("the default settings start without a configuration warning")
     func defaultsStartWithoutWarnings() async throws {
         let fixture = try ServerFixture()
-        let server = try ServerProcess(fixture: fixture, adminPort: try ServerProcess.freePort())
+        let server = try ServerProcess(fixture: fixture, adminPort: try LoopbackPort.free())
         try server.start()
         try await server.waitUntilListening()
         server.terminate()

@@ -1,19 +1,8 @@
 import Foundation
 import Shared
 import Testing
+import TestSupport
 @testable import RecordServerCore
-
-/// A scratch directory removed when the test ends.
-private final class ScratchDirectory {
-    let path: String
-    init() throws {
-        // Resolved, so comparisons with realpath-based results hold even if /tmp is a link.
-        let base = StorageLayout.realPath(FileManager.default.temporaryDirectory.path) ?? "/tmp"
-        path = base + "/storage-tests-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
 
 private func mode(_ path: String) -> mode_t {
     var info = stat()
@@ -45,7 +34,7 @@ extension StorageTests {
         }
 
         @Test func createsDirectoriesWithMode0700AndReturnsTheMuxerBaseName() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let layout = try StorageLayout(dataDirectory: scratch.path + "/data")
             let location = try layout.createSessionDirectory(agentID: "cam-1", sessionID: "s1", date: day)
             #expect(location.directory == scratch.path + "/data/recordings/cam-1/2023-11-14/s1")
@@ -60,7 +49,7 @@ extension StorageTests {
         }
 
         @Test func fitsTheSessionLocatorShape() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let layout = try StorageLayout(dataDirectory: scratch.path)
             let locate: SessionLocator = { try layout.locate(agentID: $0, sessionID: $1, date: $2) }
             #expect(try locate("cam-2", "s9", day).directory.hasSuffix("/recordings/cam-2/2023-11-14/s9"))
@@ -70,7 +59,7 @@ extension StorageTests {
 
         @Test(arguments: badIdentifiers)
         func refusesBadAgentIDs(_ id: String) throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let layout = try StorageLayout(dataDirectory: scratch.path)
             #expect(throws: StorageError.invalidIdentifier(field: "agentID", value: id)) {
                 _ = try layout.createSessionDirectory(agentID: id, sessionID: "s1", date: day)
@@ -97,7 +86,7 @@ extension StorageTests {
         }
 
         @Test func refusesASymbolicLinkThatLeavesTheDataDirectory() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let outside = scratch.path + "/outside"
             try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
             let layout = try StorageLayout(dataDirectory: scratch.path + "/data")
@@ -111,7 +100,7 @@ extension StorageTests {
         }
 
         @Test func refusesASymbolicLinkEvenWhenItStaysInside() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let layout = try StorageLayout(dataDirectory: scratch.path)
             _ = try layout.createSessionDirectory(agentID: "cam-1", sessionID: "s1", date: day)
             try FileManager.default.createSymbolicLink(atPath: layout.recordingsDirectory + "/cam-2",
@@ -122,7 +111,7 @@ extension StorageTests {
         }
 
         @Test func refusesAFileWhereADirectoryBelongs() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let layout = try StorageLayout(dataDirectory: scratch.path)
             try layout.prepare()
             #expect(FileManager.default.createFile(atPath: layout.recordingsDirectory + "/cam-1", contents: Data()))
@@ -132,7 +121,7 @@ extension StorageTests {
         }
 
         @Test func aDataDirectoryBehindASymbolicLinkIsAllowed() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             try FileManager.default.createDirectory(atPath: scratch.path + "/disk", withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: scratch.path + "/data", withDestinationPath: scratch.path + "/disk")
             let layout = try StorageLayout(dataDirectory: scratch.path + "/data")
@@ -143,7 +132,7 @@ extension StorageTests {
         }
 
         @Test func containmentCheckResolvesLinksAndDotDot() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let layout = try StorageLayout(dataDirectory: scratch.path + "/data")
             let location = try layout.createSessionDirectory(agentID: "cam-1", sessionID: "s1", date: day)
             #expect(try layout.resolvedInsideDataDirectory(location.directory + "/not-yet-written.mp4").hasSuffix("/s1/not-yet-written.mp4"))
@@ -156,7 +145,7 @@ extension StorageTests {
         }
 
         @Test func healthChecks() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let layout = try StorageLayout(dataDirectory: scratch.path)
             #expect(try layout.freeBytes() > 0)
             try layout.checkWritable()
@@ -178,7 +167,7 @@ extension StorageTests {
 
         /// A catalog plus real files: one finished recording per session `s<i>`, the
         /// i-th created (and finished) `ages[i]` days before `now`.
-        private func fixture(ages: [Double], size: Int64 = 100, scratch: ScratchDirectory) throws -> (Catalog, StorageLayout, [RecordingRecord]) {
+        private func fixture(ages: [Double], size: Int64 = 100, scratch: TemporaryDirectory) throws -> (Catalog, StorageLayout, [RecordingRecord]) {
             let catalog = try Catalog.inMemory()
             let layout = try StorageLayout(dataDirectory: scratch.path)
             var records: [RecordingRecord] = []
@@ -200,7 +189,7 @@ extension StorageTests {
         }
 
         @Test func isOffByDefault() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let (catalog, layout, records) = try fixture(ages: [1000, 500], scratch: scratch)
             let policy = RetentionPolicy()
             #expect(!policy.isEnabled)
@@ -212,7 +201,7 @@ extension StorageTests {
         }
 
         @Test func deletesByAgeOldestFirst() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let (catalog, layout, records) = try fixture(ages: [3, 40, 8, 10], scratch: scratch)
             let deleted = try RetentionPolicy(maxAge: 7 * 86_400).apply(catalog: catalog, storage: layout, now: now, isLive: { _ in false })
             #expect(deleted.map(\.id) == ["s1-1", "s3-1", "s2-1"])
@@ -227,7 +216,7 @@ extension StorageTests {
         }
 
         @Test func deletesBySizeUntilWithinBudget() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let (catalog, layout, _) = try fixture(ages: [1, 4, 2, 3], size: 100, scratch: scratch)
             // A live recording still counts towards the disk budget but is never a candidate.
             try catalog.upsertRecording(RecordingRecord(id: "live-1", sessionID: "live", agentID: "cam-1", segmentIndex: 1,
@@ -241,7 +230,7 @@ extension StorageTests {
         }
 
         @Test func neverDeletesRecordingsOfLiveSessions() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let (catalog, layout, records) = try fixture(ages: [100, 90, 80], scratch: scratch)
             // s0 is awaiting resume (its completed segment stays); s1 and s2 are finished and old.
             let deleted = try RetentionPolicy(maxAge: 86_400, maxTotalBytes: 1)
@@ -264,7 +253,7 @@ extension StorageTests {
         }
 
         @Test func aFileAlreadyGoneStillLosesItsRow() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let (catalog, layout, records) = try fixture(ages: [30], scratch: scratch)
             try FileManager.default.removeItem(atPath: records[0].path)
             let deleted = try RetentionPolicy(maxAge: 86_400).apply(catalog: catalog, storage: layout, now: now, isLive: { _ in false })
@@ -273,7 +262,7 @@ extension StorageTests {
         }
 
         @Test func refusesToDeleteOutsideTheDataDirectory() throws {
-            let scratch = try ScratchDirectory()
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let (catalog, layout, _) = try fixture(ages: [30], scratch: scratch)
             let victim = scratch.path + "-victim.mp4"
             #expect(FileManager.default.createFile(atPath: victim, contents: Data([1])))

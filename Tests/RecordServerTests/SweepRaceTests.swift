@@ -2,6 +2,7 @@ import Foundation
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// Issue 13, finding 4: the sweep that ends abandoned sessions checked the resume deadline
 /// and finalized in two separate awaits, so an agent resuming in between had its live

@@ -23,23 +23,30 @@ public enum ToolError: Error, CustomStringConvertible {
     }
 }
 
-/// Runs `tool` (looked up on PATH) to completion. stdout and stderr go to temporary files,
-/// never pipes, so a chatty child (ffmpeg writing raw video) can never block on a full pipe.
+/// Runs `tool` (looked up on PATH, or an absolute path) to completion.
 public func runTool(_ tool: String, _ arguments: [String]) throws -> ToolOutput {
-    let dir = try ScratchDirectory(prefix: "tool")
-    let outURL = dir.url.appendingPathComponent("stdout")
-    let errURL = dir.url.appendingPathComponent("stderr")
+    try runProcess("/usr/bin/env", [tool] + arguments)
+}
+
+/// Runs the executable at `path` to completion, with `environment` (the test's own when nil).
+/// stdout and stderr go to temporary files, never pipes, so a chatty child (ffmpeg writing raw
+/// video) can never block on a full pipe.
+public func runProcess(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ToolOutput {
+    let dir = try TemporaryDirectory(prefix: "process")
+    let outURL = dir.fileURL("stdout"), errURL = dir.fileURL("stderr")
     _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
     _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
     let out = try FileHandle(forWritingTo: outURL)
     let err = try FileHandle(forWritingTo: errURL)
     defer {
+        // Closing a handle the child already wrote through cannot lose what it wrote.
         try? out.close()
         try? err.close()
     }
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [tool] + arguments
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
     process.standardInput = FileHandle.nullDevice
     process.standardOutput = out
     process.standardError = err
@@ -48,34 +55,6 @@ public func runTool(_ tool: String, _ arguments: [String]) throws -> ToolOutput 
     return ToolOutput(status: process.terminationStatus,
                       stdout: try Data(contentsOf: outURL),
                       stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
-}
-
-/// A uniquely named directory under the system temporary directory, removed on deinit
-/// (kept when `MIT_KEEP_FILES` is set, for looking at the MP4s by hand).
-public final class ScratchDirectory: @unchecked Sendable {
-    public let url: URL
-    public var path: String { url.path }
-
-    public init(prefix: String = "mit") throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("MuxerIT-\(prefix)-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    public func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    /// Regular files in the directory, sorted by name.
-    public func listing() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
-    }
-
-    deinit {
-        if ProcessInfo.processInfo.environment["MIT_KEEP_FILES"] == nil {
-            try? FileManager.default.removeItem(at: url)
-        } else {
-            print("MuxerIntegrationTests: kept \(url.path)")
-        }
-    }
 }
 
 /// Adler-32 (RFC 1950), the cheapest of the hashes ffprobe's `-show_data_hash` knows.

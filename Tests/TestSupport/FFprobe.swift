@@ -50,6 +50,16 @@ public enum FFprobe {
         return (parse(json), out.stderr)
     }
 
+    /// The streams only (no packets): quick for a long file.
+    public static func streams(_ file: String) throws -> [ProbeStream] {
+        let out = try runTool("ffprobe", ["-v", "error", "-print_format", "json", "-show_streams", file])
+        guard out.status == 0 else { throw ToolError.failed("ffprobe \(file)", out) }
+        guard let json = try JSONSerialization.jsonObject(with: out.stdout) as? [String: Any] else {
+            throw ToolError.unexpected("ffprobe printed no JSON object for \(file)")
+        }
+        return parse(json).streams
+    }
+
     public static func parse(_ json: [String: Any]) -> ProbeResult {
         let streams = (json["streams"] as? [[String: Any]] ?? []).map { s -> ProbeStream in
             let tags = s["tags"] as? [String: Any] ?? [:]

@@ -1,13 +1,16 @@
 import Foundation
 
 /// A fresh directory under the system temporary directory, removed when the value goes away
-/// (or earlier, with ``remove()``).
+/// (or earlier, with ``remove()``); kept when `KEEP_TEST_FILES` is set, for looking at the
+/// MP4s by hand.
 public final class TemporaryDirectory: @unchecked Sendable {
     public let path: String
 
     public init(prefix: String = "tests") throws {
-        path = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let created = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: created, withIntermediateDirectories: true)
+        // Resolved, so comparisons with realpath-based results hold even if /tmp is a link.
+        path = URL(fileURLWithPath: created).resolvingSymlinksInPath().path
     }
 
     deinit { remove() }
@@ -33,7 +36,19 @@ public final class TemporaryDirectory: @unchecked Sendable {
         try file(name, Array(text.utf8))
     }
 
+    /// The names of the entries in the directory, sorted.
+    public func listing() -> [String] {
+        // A directory removed by the test lists as empty, which is what it holds.
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+    }
+
     /// Best effort, and safe to call twice: a directory a test already removed (or one that
     /// cannot be removed) holds nothing a later test reads, as every directory is new.
-    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+    public func remove() {
+        if ProcessInfo.processInfo.environment["KEEP_TEST_FILES"] != nil {
+            print("kept \(path) (KEEP_TEST_FILES)")
+            return
+        }
+        try? FileManager.default.removeItem(atPath: path)
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import RecordServerCore
+import TestSupport
 
 /// What the invariant checks of a chaos run counted, and what they found wrong.
 struct ChaosReport: CustomStringConvertible {

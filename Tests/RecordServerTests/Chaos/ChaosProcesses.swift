@@ -8,28 +8,21 @@ import TestSupport
 final class AgentProcess: @unchecked Sendable {
     let id: String
     let logPath: String
-    private let process = Process()
+    private let process: ChildProcess
 
     init(id: String, serverPort: Int, fixture: ServerFixture, logLevel: String = "trace", extraArguments: [String] = []) throws {
         guard let binary = BuiltProducts.path("capture-agent") else {
             throw TestAgentError("capture-agent is not built: swift build --build-tests")
         }
         self.id = id
-        let certPath = fixture.directory + "/\(id).pem", keyPath = fixture.directory + "/\(id)-key.pem"
-        try fixture.ca.issueAgentCertificate(agentID: id).write(certPath: certPath, keyPath: keyPath)
+        let files = try fixture.writeAgentCertificate(id)
         logPath = fixture.directory + "/\(id).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = [
-            "run", "--server", "127.0.0.1:\(serverPort)", "--ca", fixture.caPath, "--cert", certPath, "--key", keyPath,
+        process = try ChildProcess(binary, [
+            "run", "--server", "127.0.0.1:\(serverPort)", "--ca", fixture.caPath, "--cert", files.certificate, "--key", files.privateKey,
             "--agent-id", id, "--source", "front=test:320x240@10", "--source", "tone=test:audio",
             "--preset", "ultrafast", "--threads", "1", "--reconnect-initial-ms", "100", "--reconnect-max-ms", "500",
             "--log-level", logLevel,
-        ] + extraArguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        try process.run()
+        ] + extraArguments, logPath: logPath)
     }
 
     var isRunning: Bool { process.isRunning }
@@ -38,13 +31,7 @@ final class AgentProcess: @unchecked Sendable {
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// SIGTERM, then SIGKILL if it has not exited within 30 s.
-    func stop() async {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        for _ in 0 ..< 300 where process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    func stop() async { await process.stop() }
 
     /// Per session: the highest sequence number the server acknowledged, from the log.
     func acknowledged() -> [String: UInt64] {

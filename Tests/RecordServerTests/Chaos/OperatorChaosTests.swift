@@ -83,7 +83,7 @@ final class ChaosRun: @unchecked Sendable {
         // disk is real. Elsewhere that action is left out, and the run says so.
         mount = TinyFilesystem.canMount ? try TinyFilesystem(path: fixture.configuration.dataDirectory, kilobytes: 96 * 1024) : nil
         try (ServerFixture.adminToken + "\n").write(toFile: fixture.directory + "/admin.token", atomically: true, encoding: .utf8)
-        server = try ServerProcess(fixture: fixture, adminPort: try ServerProcess.freePort())
+        server = try ServerProcess(fixture: fixture, adminPort: try LoopbackPort.free())
         try server.start()
         try await server.waitUntilListening()
         proxy = try await FaultInjectingProxy(group: MultiThreadedEventLoopGroup.singleton, targetPort: server.port)
@@ -199,7 +199,7 @@ final class ChaosRun: @unchecked Sendable {
 
         case .secondServer:
             secondServers += 1
-            let second = try ServerProcess(fixture: fixture, name: "second-\(secondServers)", adminPort: try ServerProcess.freePort())
+            let second = try ServerProcess(fixture: fixture, name: "second-\(secondServers)", adminPort: try LoopbackPort.free())
             try second.start()
             let status = try await second.waitForExit()
             let log = second.log

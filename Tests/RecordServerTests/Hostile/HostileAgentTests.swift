@@ -4,6 +4,7 @@ import NIOSSL
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// Issue 14: agents that break docs/protocol.md on purpose, written from the spec's point of
 /// view (raw frames from `Wire`, real TLS on loopback), against one real record-server process.

@@ -4,6 +4,7 @@ import NIOSSL
 @testable import RecordServerCore
 import Shared
 import Testing
+import TestSupport
 
 /// One real `record-server` process for the whole hostile suite (a suite trait starts it
 /// before the first case and stops it after the last), with /proc probes of its resident

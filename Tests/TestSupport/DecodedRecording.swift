@@ -1,0 +1,56 @@
+import Foundation
+import MediaEncoding
+
+/// What a recording of test cameras and test audio holds, with ffprobe/ffmpeg as the
+/// independent judge: each video stream's decoded frame counters (the test pattern's bar code)
+/// with their presentation times, the decoded audio, and what ffmpeg says while decoding.
+public struct DecodedRecording {
+    public struct Stream { public var index: Int; public var type: String; public var codec: String; public var width: Int; public var height: Int; public var startTime: Double }
+    public var streams: [Stream] = []
+    /// Per video stream (in stream order): frame numbers read from the bar code and frame times.
+    public var videoFrames: [[(number: Int?, time: Double)]] = []
+    public var audioStart = 0.0
+    public var audioSamples: [Int16] = []
+    /// ffmpeg's complaints while decoding everything (must be empty).
+    public var decodeErrors = ""
+
+    public init(path: String) throws {
+        streams = try FFprobe.streams(path).map {
+            Stream(index: $0.index, type: $0.codecType, codec: $0.codecName, width: $0.width ?? 0, height: $0.height ?? 0, startTime: $0.startTime ?? 0)
+        }
+        for stream in streams where stream.type == "video" {
+            let times = try Self.stdout("ffprobe", [
+                "-v", "error", "-select_streams", "\(stream.index)", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path,
+            ]).split(whereSeparator: \.isNewline).map { Double($0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: ","))) ?? .nan }
+            let numbers = try decodedFrameNumbers(file: path, streamIndex: stream.index, width: stream.width, height: stream.height)
+            videoFrames.append(numbers.enumerated().map { i, number in (number, i < times.count ? times[i] : .nan) })
+        }
+        if let audio = streams.first(where: { $0.type == "audio" }) {
+            audioStart = audio.startTime
+            let pcm = try runTool("ffmpeg", ["-v", "error", "-i", path, "-map", "0:\(audio.index)", "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
+            guard pcm.status == 0 else { throw ToolError.failed("ffmpeg audio decode of \(path)", pcm) }
+            audioSamples = pcm.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        }
+        let decode = try ffmpegDecodeCheck(path)
+        decodeErrors = decode.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+        if decode.status != 0 && decodeErrors.isEmpty { decodeErrors = "ffmpeg exited \(decode.status)" }
+    }
+
+    private static func stdout(_ tool: String, _ arguments: [String]) throws -> String {
+        let out = try runTool(tool, arguments)
+        guard out.status == 0 else { throw ToolError.failed("\(tool) \(arguments.joined(separator: " "))", out) }
+        return out.stdoutText
+    }
+
+    /// Largest distance between each beep and the flash nearest to it, seconds.
+    public func worstAudioVideoOffset(fps: Int) -> Double? {
+        guard let frames = videoFrames.first else { return nil }
+        let flashes = frames.compactMap { f -> Double? in
+            guard let n = f.number, n % fps == 0 else { return nil }
+            return f.time
+        }
+        let beeps = TestToneReader.beepOnsets(samples: audioSamples, sampleRate: 48000).map { audioStart + Double($0) / 48000 }
+        guard !beeps.isEmpty, !flashes.isEmpty else { return nil }
+        return beeps.map { b in flashes.map { abs($0 - b) }.min()! }.max()
+    }
+}
