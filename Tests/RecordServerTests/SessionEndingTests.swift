@@ -133,6 +133,55 @@ struct SessionEndingTests {
         await fixture.stop()
     }
 
+    /// protocol.md §6.14: a `TrackEnd` with reason error ends only its track, unless the server
+    /// fails sessions on track errors; then the session ends with `trackFailed` (scope session)
+    /// naming the track and the agent's message, and what was acknowledged is a finished file.
+    @Test("a track error ends only its track, or with failSessionOnTrackError the session, with trackFailed",
+          arguments: [false, true])
+    func aTrackErrorEndsItsTrackOrWithTheSettingItsSession(_ failSession: Bool) async throws {
+        let fixture = try ServerFixture()
+        fixture.configuration.failSessionOnTrackError = failSession
+        let port = try await fixture.start()
+        let id = try SessionID(validating: failSession ? "s-track-fails-session" : "s-track-fails-track")
+        let content = try SessionContent.make(sessionID: id, seconds: 2)
+        let agent = try await fixture.connectAgent("agent-1", port: port)
+        _ = try await agent.open(content.open)
+        for sample in content.samples.prefix(40) { try await agent.send(.sample(sample)) }
+        let failing = content.samples[40].track
+        try await agent.send(.trackEnd(TrackEnd(track: failing, reason: .error, message: "encoder crashed")))
+        if failSession {
+            let (error, closed) = try await closedAfterError(agent)
+            #expect(error?.code == .trackFailed, "\(String(describing: error))")
+            #expect(error?.scope == .session)
+            #expect(error?.message.contains("track \(failing)") == true && error?.message.contains("encoder crashed") == true,
+                    "\(error?.message ?? "")")
+            #expect(closed.durableSequence == 40)
+            #expect(try fixture.catalog().session(id: id.description)?.status == .failed)
+            try IngestTests().assertFile(try #require(try fixture.recordings(session: id.description).first).path, content: content,
+                                         expectedCounts: counts(content.samples.prefix(40)))
+        } else {
+            // The other tracks go on to the end; the session completes.
+            let rest = content.samples.dropFirst(40).filter { $0.track != failing }
+            var sequence: UInt64 = 40
+            var kept = Array(content.samples.prefix(40))
+            for var sample in rest {
+                sequence += 1
+                sample.sequence = sequence
+                kept.append(sample)
+                try await agent.send(.sample(sample))
+            }
+            let closed = try await agent.close(id, finalSequence: sequence)
+            #expect(closed.durableSequence == sequence)
+            #expect(try fixture.catalog().session(id: id.description)?.status == .completed)
+            var survivors = content
+            survivors.samples = kept
+            try IngestTests().assertFile(try #require(try fixture.recordings(session: id.description).first).path, content: survivors,
+                                         expectedCounts: counts(kept[...]))
+        }
+        await agent.disconnect()
+        await fixture.stop()
+    }
+
     /// protocol.md §2: an agent id may hold several connections, but a session is attached to
     /// one. A resume from a second connection while the first still streams is `sessionBusy`
     /// for that connection only; the session goes on and completes with every sample.

@@ -281,7 +281,7 @@ actor RecordingSession {
         persistTracks()
         if failed, settings.failSessionOnTrackError {
             fail(.failed, "track \(end.track) failed: \(end.message)")
-            throw ProtocolError(.invalidField, scope: .session, "track \(end.track) failed and this server fails the session on track errors")
+            throw ProtocolError(.trackFailed, scope: .session, "track \(end.track) failed (\(end.message)) and this server fails the session on track errors")
         }
         let events: [MuxerEvent]
         do { events = try muxer.endTrack(TrackMapping.muxerTrackID(end.track)) } catch {
@@ -348,7 +348,7 @@ actor RecordingSession {
             tracks[track]?.lastError = reason
             guard let sequence else {
                 fail(.failed, "track \(track): \(reason)")
-                throw ProtocolError(.invalidField, scope: .session, "track \(track): \(reason)")
+                throw ProtocolError(.trackFailed, scope: .session, "track \(track): \(reason)")
             }
             refuse(sequence, track: track, reason: reason)
             try endIfRefused()

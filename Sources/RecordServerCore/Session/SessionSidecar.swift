@@ -20,7 +20,7 @@ enum SessionSidecar {
         var parser = MessageParser()
         parser.append(contentsOf: data)
         guard case .sessionOpen(let open)? = try parser.nextMessage() else {
-            throw ProtocolError(.invalidField, "\(openFileName) does not hold a SessionOpen")
+            throw StorageError.damagedFile(path: directory + "/" + openFileName, reason: "it does not hold a SessionOpen")
         }
         return open
     }

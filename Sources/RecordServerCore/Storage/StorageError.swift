@@ -14,6 +14,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     case relativeDataDirectory(path: String)
     /// A system call failed; `operation` says which, `errno` says why.
     case systemCall(operation: String, path: String, errno: Int32)
+    /// A file the server wrote holds something else than it should (a damaged disk, a hand edit).
+    case damagedFile(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -27,6 +29,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
                 "remove or rename it"
         case .relativeDataDirectory(let path):
             return "the data directory \"\(path)\" must be an absolute path"
+        case .damagedFile(let path, let reason):
+            return "\(path) is damaged: \(reason)"
         case .systemCall(let operation, let path, let code):
             return "\(operation) \(path) failed: \(String(cString: strerror(code))) (errno \(code))"
         }

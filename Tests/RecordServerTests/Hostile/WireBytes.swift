@@ -31,6 +31,7 @@ enum Wire {
         case sessionAlreadyOpen = 0x0030, noOpenSession = 0x0031, sessionMismatch = 0x0032, unknownTrack = 0x0033
         case nonMonotonicSequence = 0x0034, sequenceGap = 0x0035, trackEnded = 0x0036, unknownSession = 0x0037
         case sessionBusy = 0x0038, finalSequenceMismatch = 0x0039, timestampOutOfRange = 0x003A, sampleRefused = 0x003B
+        case captureFailed = 0x003C, trackFailed = 0x003D
         case internalError = 0x0040, storageFailure = 0x0041, resourceExhausted = 0x0042, shuttingDown = 0x0043
         case idleTimeout = 0x0044, frameTooSlow = 0x0045, budgetExhausted = 0x0046
 

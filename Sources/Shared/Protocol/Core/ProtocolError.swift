@@ -89,6 +89,10 @@ extension ProtocolError {
         /// The agent cannot capture from a source (a camera or microphone that does not open):
         /// its answer to a StartSession it cannot carry out (§6.16). It ends nothing.
         public static let captureFailed = Code(rawValue: 0x003C)
+        /// A track ended the session: the agent's `TrackEnd` reported an error and this server
+        /// fails sessions on track errors (`failSessionOnTrackError`), or the server could not
+        /// close the track's media (§6.13). The message names the track and the reason.
+        public static let trackFailed = Code(rawValue: 0x003D)
 
         // Operational (sent by the server).
         public static let internalError = Code(rawValue: 0x0040)
@@ -110,7 +114,7 @@ extension ProtocolError {
             .handshakeRequired, .unexpectedMessage, .noCommonVersion, .authenticationFailed,
             .sessionAlreadyOpen, .noOpenSession, .sessionMismatch, .unknownTrack,
             .nonMonotonicSequence, .sequenceGap, .trackEnded, .unknownSession, .sessionBusy,
-            .finalSequenceMismatch, .timestampOutOfRange, .sampleRefused, .captureFailed,
+            .finalSequenceMismatch, .timestampOutOfRange, .sampleRefused, .captureFailed, .trackFailed,
             .internalError, .storageFailure, .resourceExhausted, .shuttingDown, .idleTimeout,
             .frameTooSlow, .budgetExhausted,
         ]
@@ -122,7 +126,7 @@ extension ProtocolError {
             switch self {
             case .unknownTrack, .nonMonotonicSequence, .sequenceGap, .trackEnded, .unknownSession,
                 .sessionBusy, .finalSequenceMismatch, .timestampOutOfRange, .sampleRefused,
-                .captureFailed, .storageFailure, .resourceExhausted:
+                .captureFailed, .trackFailed, .storageFailure, .resourceExhausted:
                 return .session
             default:
                 return .connection
@@ -146,7 +150,7 @@ extension ProtocolError {
                 0x0031: "noOpenSession", 0x0032: "sessionMismatch", 0x0033: "unknownTrack",
                 0x0034: "nonMonotonicSequence", 0x0035: "sequenceGap", 0x0036: "trackEnded",
                 0x0037: "unknownSession", 0x0038: "sessionBusy", 0x0039: "finalSequenceMismatch",
-                0x003A: "timestampOutOfRange", 0x003B: "sampleRefused", 0x003C: "captureFailed",
+                0x003A: "timestampOutOfRange", 0x003B: "sampleRefused", 0x003C: "captureFailed", 0x003D: "trackFailed",
                 0x0040: "internalError", 0x0041: "storageFailure", 0x0042: "resourceExhausted",
                 0x0043: "shuttingDown", 0x0044: "idleTimeout", 0x0045: "frameTooSlow",
                 0x0046: "budgetExhausted",
