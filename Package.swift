@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.8.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // System libraries (Debian: libx264-dev, libopus-dev, libv4l-dev, libasound2-dev).
@@ -48,6 +49,8 @@ let package = Package(
             path: "Sources/Shared/Protocol"
         ),
         .target(name: "Shared", dependencies: ["MP4", "WireProtocol"], path: "Sources/Shared/Umbrella"),
+        // The admin API's JSON contract (docs/admin-api.md): the server encodes it, recordctl decodes it.
+        .target(name: "AdminModels", path: "Sources/Shared/AdminModels"),
         // Owning Swift wrappers over libx264 / libopus and synthetic media generators.
         .target(name: "MediaEncoding", dependencies: ["CX264", "COpus"]),
 
@@ -75,7 +78,7 @@ let package = Package(
         .target(
             name: "RecordServerCore",
             dependencies: [
-                "Shared", "RecordingTLS", "CMallocTuning",
+                "Shared", "AdminModels", "RecordingTLS", "CMallocTuning",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -94,7 +97,11 @@ let package = Package(
         .target(
             name: "RecordCtlCore",
             dependencies: [
-                "Shared", "MediaEncoding", "RecordingTLS",
+                "Shared", "AdminModels", "MediaEncoding", "RecordingTLS",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -122,6 +129,7 @@ let package = Package(
 
         // Corpus/ holds the session fuzzer's regression inputs, read from the source tree by path.
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Shared"], exclude: ["Corpus", "ReaderCorpus"]),
+        .testTarget(name: "AdminModelsTests", dependencies: ["AdminModels"]),
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", "Shared", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
         .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding", "TestSupport", "Shared"]),
         // Test support shared by test targets: processes and temporary directories, external
@@ -160,7 +168,7 @@ let package = Package(
         .testTarget(
             name: "RecordCtlTests",
             dependencies: [
-                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "CaptureAgentCore", "TestSupport",
+                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "CaptureAgentCore", "TestSupport", "AdminModels",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

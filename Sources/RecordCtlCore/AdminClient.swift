@@ -1,149 +1,76 @@
-import ArgumentParser
+import AdminModels
+import AsyncHTTPClient
 import Foundation
-import Shared
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import NIOCore
+import NIOHTTP1
 
-/// A failure that ends recordctl with a specific exit code and message (printed to stderr by
-/// `RecordCtl.main()`).
+/// recordctl's client of the admin API (docs/admin-api.md) on AsyncHTTPClient.
 ///
-/// Exit codes: 0 success, 1 the operation failed (the server said no, a file has problems),
-/// 2 usage (bad arguments), 3 the server cannot be reached or refused the admin token.
-struct CLIFailure: Error, CustomStringConvertible {
-    enum Code: Int32 { case failed = 1, usage = 2, unreachable = 3 }
-    var code: Code
-    var message: String
-    init(_ code: Code, _ message: String) { self.code = code; self.message = message }
-    var description: String { message }
-}
+/// Synchronous, as recordctl's commands are: each request waits for its answer, bounded by
+/// `--timeout`. Every failure becomes a `CLIFailure` in recordctl's own words with its exit
+/// code (`AdminTransportFailure` for the network); a library's description never reaches the
+/// operator. `https` URLs use TLS with the system's trust roots, for a TLS proxy in front of
+/// the API.
+final class AdminClient: Sendable {
+    let baseURL: URL
+    private let token: String?
+    private let timeout: TimeAmount
+    private let http: HTTPClient
 
-/// How to reach the record-server admin API; shared by every command that talks to it.
-struct ConnectionOptions: ParsableArguments {
-    static let defaultServer = "http://127.0.0.1:7444"
-
-    @Option(name: .long, help: ArgumentHelp(
-        "Admin API base URL (default: $RECORDCTL_SERVER, else \(Self.defaultServer)).", valueName: "url"))
-    var server: String?
-
-    @Option(name: .customLong("token-file"), help: ArgumentHelp(
-        "File holding the admin token (default: $RECORDCTL_TOKEN_FILE).", valueName: "path"))
-    var tokenFile: String?
-
-    @Option(name: .long, help: ArgumentHelp(
-        "The admin token itself (discouraged: visible in the process list; prefer --token-file or $RECORDCTL_TOKEN).",
-        valueName: "token"))
-    var token: String?
-
-    @Option(name: .long, help: ArgumentHelp("Seconds to wait for each HTTP request.", valueName: "seconds"))
-    var timeout: Double = 10
-
-    @Option(name: .long, help: ArgumentHelp(
-        "JSON file with {\"server\": URL, \"tokenFile\": PATH} (default: $RECORDCTL_CONFIG, else ~/.config/recordctl/config.json if present). Flags and environment variables override it.",
-        valueName: "path"))
-    var config: String?
-
-    /// Connection settings from a file: the lowest precedence after the built-in default.
-    struct FileSettings: Decodable {
-        var server: String?
-        var tokenFile: String?
-        enum CodingKeys: String, CodingKey, CaseIterable { case server, tokenFile }
+    init(baseURL: URL, token: String?, timeout: Double) {
+        self.baseURL = baseURL
+        self.token = token
+        self.timeout = .nanoseconds(Int64(timeout * 1_000_000_000))
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: self.timeout, read: self.timeout)
+        // A refused connection is an answer: report it at once. (The pool would otherwise retry
+        // until the deadline, and `top` would take `--timeout` to say the server is down.)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
-    func fileSettings(environment: [String: String]) throws -> FileSettings? {
-        let explicit = config ?? environment["RECORDCTL_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
-        let path = explicit ?? (environment["HOME"].map { $0 + "/.config/recordctl/config.json" } ?? "")
-        guard !path.isEmpty, FileManager.default.fileExists(atPath: path) else {
-            if let explicit { throw CLIFailure(.usage, "configuration file \(explicit) does not exist") }
-            return nil
-        }
-        do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            // A misspelt key (`tokenfile`) would otherwise leave the setting at its default unseen.
-            // (Not JSON at all: the decoder below reports it.)
-            if let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-               let unknown = StrictDecoding.unknownKeys(inJSON: object, schema: .init(FileSettings.CodingKeys.self)) {
-                throw CLIFailure(.usage, "\(path): \(unknown.message)")
-            }
-            return try JSONDecoder().decode(FileSettings.self, from: data)
-        } catch let failure as CLIFailure {
-            throw failure
-        } catch {
-            throw CLIFailure(.usage, "cannot read \(path): expected {\"server\": \"http://HOST:PORT\", \"tokenFile\": \"PATH\"} (\(error))")
-        }
+    deinit {
+        // Shutting down only closes idle connections; nothing is waiting for an answer once
+        // the last reference is gone, so there is nothing to report.
+        try? http.syncShutdown()
     }
 
-    init() {}
-
-    func validate() throws {
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
-    }
-
-    /// The server URL: flag, then environment, then the default.
-    func resolvedServer(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> URL {
-        let fromFile = try fileSettings(environment: environment)?.server
-        let text = server ?? environment["RECORDCTL_SERVER"].flatMap { $0.isEmpty ? nil : $0 } ?? fromFile ?? Self.defaultServer
-        let trimmed = text.hasSuffix("/") ? String(text.dropLast()) : text
-        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              url.host != nil else {
-            throw CLIFailure(.usage, "invalid server URL \"\(text)\"; expected something like \(Self.defaultServer)")
-        }
-        return url
-    }
-
-    /// The token: --token, --token-file, $RECORDCTL_TOKEN, $RECORDCTL_TOKEN_FILE, the config file's tokenFile.
-    /// Never included in any message.
-    func resolvedToken(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
-        if let token { return token }
-        if let tokenFile { return try Self.readToken(tokenFile) }
-        if let value = environment["RECORDCTL_TOKEN"], !value.isEmpty { return value }
-        if let file = environment["RECORDCTL_TOKEN_FILE"], !file.isEmpty { return try Self.readToken(file) }
-        if let file = try fileSettings(environment: environment)?.tokenFile { return try Self.readToken(file) }
-        return nil
-    }
-
-    static func readToken(_ path: String) throws -> String {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CLIFailure(.usage, "cannot read the token file \(path)")
-        }
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !token.isEmpty else { throw CLIFailure(.usage, "the token file \(path) is empty") }
-        return token
-    }
-
-    func client() throws -> AdminClient {
-        AdminClient(baseURL: try resolvedServer(), token: try resolvedToken(), timeout: timeout)
-    }
-}
-
-/// A small synchronous client of the admin API on URLSession.
-struct AdminClient: Sendable {
-    var baseURL: URL
-    var token: String?
-    var timeout: Double
-
+    /// A 2xx answer.
     struct Response: Sendable {
         var status: Int
         var body: Data
-        /// The body as a JSON object (empty for an empty body).
-        func object() throws -> [String: Any] {
-            if body.isEmpty { return [:] }
-            guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
-                throw CLIFailure(.failed, "the server answered with something that is not a JSON object")
+        /// Where it came from, for messages.
+        var server: String
+        var request: String
+
+        /// The body as one of the API's types.
+        func decode<Body: Decodable>(_ type: Body.Type) throws -> Body {
+            do {
+                return try AdminJSON.decoder().decode(type, from: body)
+            } catch {
+                throw CLIFailure(.failed, "record-server at \(server) answered \(request) with JSON recordctl does not understand "
+                    + "(\(AdminClient.describe(decodingFailure: error))); is recordctl as new as the server?")
             }
-            return object
         }
     }
 
-    private final class Box: @unchecked Sendable {
-        var data: Data?
-        var response: URLResponse?
-        var error: (any Error)?
+    func send(_ method: HTTPMethod, _ path: String, query: [(String, String)] = []) throws -> Response {
+        try perform(method, path, query: query, body: nil)
+    }
+
+    func send(_ method: HTTPMethod, _ path: String, body: some Encodable) throws -> Response {
+        let data: Data
+        do {
+            data = try AdminJSON.encoder().encode(body)
+        } catch {
+            throw CLIFailure(.usage, "cannot encode the request to \(path): \(error)")
+        }
+        return try perform(method, path, query: [], body: data)
     }
 
     /// Sends a request; maps transport and HTTP errors to `CLIFailure` with the right exit code.
     /// Returns only 2xx responses.
-    func send(_ method: String, _ path: String, query: [(String, String)] = [], body: [String: Any]? = nil) throws -> Response {
+    private func perform(_ method: HTTPMethod, _ path: String, query: [(String, String)], body: Data?) throws -> Response {
         var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
         components.path = (components.path == "/" ? "" : components.path) + path
         if !query.isEmpty {
@@ -151,38 +78,29 @@ struct AdminClient: Sendable {
                 "\(Self.encode(key))=\(Self.encode(value))"
             }.joined(separator: "&")
         }
-        guard let url = components.url else { throw CLIFailure(.usage, "cannot build a URL for \(path)") }
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = method
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        // The request refuses only a URL without a host or with another scheme, which
+        // `resolvedServer` has ruled out; the message below covers it all the same.
+        guard let url = components.url, var request = try? HTTPClient.Request(url: url, method: method) else {
+            throw CLIFailure(.usage, "cannot build a URL for \(path)")
+        }
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.body = .bytes(body)
+            request.headers.add(name: "Content-Type", value: "application/json")
         }
-        let box = Box()
-        let semaphore = DispatchSemaphore(value: 0)
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        let session = URLSession(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
-        let task = session.dataTask(with: request) { data, response, error in
-            box.data = data
-            box.response = response
-            box.error = error
-            semaphore.signal()
+        let answer: HTTPClient.Response
+        do {
+            answer = try http.execute(request: request, deadline: .now() + timeout).wait()
+        } catch {
+            let failure = AdminTransportFailure(error, timeout: timeout)
+            throw CLIFailure(.unreachable, "cannot reach record-server at \(baseURL.absoluteString): \(failure.explanation)")
         }
-        task.resume()
-        semaphore.wait()
-        if let error = box.error {
-            throw CLIFailure(.unreachable, "cannot reach record-server at \(baseURL.absoluteString): \(Self.describe(error))")
-        }
-        guard let http = box.response as? HTTPURLResponse else {
-            throw CLIFailure(.unreachable, "cannot reach record-server at \(baseURL.absoluteString): no HTTP response")
-        }
-        let response = Response(status: http.statusCode, body: box.data ?? Data())
-        if (200..<300).contains(http.statusCode) { return response }
-        let serverMessage = Self.errorMessage(response.body)
-        switch http.statusCode {
+        let response = Response(status: Int(answer.status.code), body: answer.body.map { Data($0.readableBytesView) } ?? Data(),
+                                server: baseURL.absoluteString, request: "\(method.rawValue) \(path)")
+        if (200..<300).contains(response.status) { return response }
+        // A body that is not the API's error (a proxy's page) leaves the status to speak.
+        let serverMessage = (try? AdminJSON.decoder().decode(ErrorResponse.self, from: response.body))?.error.message
+        switch response.status {
         case 401:
             let why = token == nil
                 ? "no admin token given (use --token-file, $RECORDCTL_TOKEN or $RECORDCTL_TOKEN_FILE)"
@@ -191,31 +109,27 @@ struct AdminClient: Sendable {
         case 400:
             throw CLIFailure(.usage, serverMessage ?? "the server refused the request (HTTP 400)")
         default:
-            throw CLIFailure(.failed, serverMessage ?? "the server answered HTTP \(http.statusCode)")
+            throw CLIFailure(.failed, serverMessage ?? "the server answered HTTP \(response.status)")
         }
     }
 
-    /// `{"error":{"message":...}}` → message.
-    static func errorMessage(_ body: Data) -> String? {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let error = object["error"] as? [String: Any], let message = error["message"] as? String else { return nil }
-        return message
-    }
-
-    static func describe(_ error: any Error) -> String {
-        if let urlError = error as? URLError {
-            switch urlError.code {
-            case .cannotConnectToHost: return "connection refused (is record-server running with the admin API enabled?)"
-            case .timedOut: return "timed out"
-            case .cannotFindHost, .dnsLookupFailed: return "unknown host"
-            case .networkConnectionLost: return "the connection was closed"
-            case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-                 .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot:
-                return "TLS failed (\(urlError.localizedDescription))"
-            default: return urlError.localizedDescription
-            }
+    /// Which field did not decode, and why, in a few words.
+    static func describe(decodingFailure error: any Error) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
         }
-        return error.localizedDescription
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return "no \"\((context.codingPath.isEmpty ? "" : path(context.codingPath) + ".") + key.stringValue)\""
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "unexpected value at \"\(path(context.codingPath))\""
+        case DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty:
+            return "not JSON"
+        case DecodingError.dataCorrupted(let context):
+            return "invalid value at \"\(path(context.codingPath))\""
+        default:
+            return "not the expected JSON"
+        }
     }
 
     static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -225,19 +139,4 @@ struct AdminClient: Sendable {
 
     /// Percent-encodes one path segment (ids come from users).
     static func segment(_ id: String) -> String { encode(id) }
-}
-
-/// JSON output: the server's JSON, pretty-printed with sorted keys.
-enum JSONOutput {
-    static func pretty(_ data: Data) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
-              let pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        else { return String(decoding: data, as: UTF8.self) }
-        return String(decoding: pretty, as: UTF8.self)
-    }
-
-    static func pretty(_ object: Any) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
-    }
 }

@@ -1,3 +1,4 @@
+import AdminModels
 import Foundation
 
 /// Plain-text tables and human-readable numbers for terminal output.
@@ -27,4 +28,21 @@ enum Formatting {
 /// Writes to standard error (progress and diagnostics stay out of piped output).
 func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// `--json` output: pretty-printed with sorted keys.
+enum JSONOutput {
+    /// One of the admin API's types, written as the server writes it (AdminModels' encoder).
+    static func pretty(_ value: some Encodable) -> String {
+        // Encoding the API's own types cannot fail: they hold no non-finite doubles the server
+        // would not have refused to send in the first place.
+        let data = (try? AdminJSON.encoder(prettyPrinted: true).encode(value)) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The file tools' reports, built as JSON objects.
+    static func pretty(jsonObject object: Any) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
 }

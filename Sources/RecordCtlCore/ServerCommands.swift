@@ -1,22 +1,14 @@
+import AdminModels
 import ArgumentParser
 import Foundation
 
-/// Reading loosely typed JSON values for tables.
-enum Field {
-    static func string(_ object: [String: Any], _ key: String) -> String {
-        switch object[key] {
-        case let s as String: return s
-        case let n as NSNumber: return n.stringValue
-        case nil, is NSNull: return "-"
-        case let other?: return "\(other)"
-        }
-    }
-    static func double(_ object: [String: Any], _ key: String) -> Double? { (object[key] as? NSNumber)?.doubleValue }
-    static func int(_ object: [String: Any], _ key: String) -> Int? { (object[key] as? NSNumber)?.intValue }
-    static func objects(_ object: [String: Any], _ key: String) -> [[String: Any]] { object[key] as? [[String: Any]] ?? [] }
-    static func labels(_ object: [String: Any]) -> String {
-        guard let labels = object["labels"] as? [String: Any], !labels.isEmpty else { return "-" }
-        return labels.keys.sorted().map { "\($0)=\(labels[$0].map { "\($0)" } ?? "")" }.joined(separator: ",")
+/// Table cells for the API's values: "-" for nothing, dates as the API writes them.
+enum Cell {
+    static func text(_ value: String?) -> String { value ?? "-" }
+    static func date(_ value: Date?) -> String { value.map(AdminDates.format) ?? "-" }
+    static func bytes(_ value: Int64) -> String { Formatting.bytes(UInt64(max(0, value))) }
+    static func labels(_ labels: [String: String]) -> String {
+        labels.isEmpty ? "-" : labels.keys.sorted().map { "\($0)=\(labels[$0] ?? "")" }.joined(separator: ",")
     }
 }
 
@@ -28,21 +20,19 @@ struct AgentsCommand: ParsableCommand {
     @Flag(help: "Print the server's JSON instead of a table.") var json = false
 
     func run() throws {
-        let response = try connection.client().send("GET", "/v1/agents")
-        if json { print(JSONOutput.pretty(response.body)); return }
-        let agents = Field.objects(try response.object(), "agents")
+        let list = try connection.client().send(.GET, "/v1/agents").decode(AgentListResponse.self)
+        if json { print(JSONOutput.pretty(list)); return }
+        let agents = list.agents
         if agents.isEmpty { print("no agents connected"); return }
         let rows = agents.map { a in
-            [Field.string(a, "id"), Field.string(a, "address"), Field.string(a, "software_version"),
-             Field.string(a, "connected_at"), Field.string(a, "last_seen"), Field.string(a, "session_id"),
-             Field.double(a, "round_trip_millis").map { String(format: "%.1f ms", $0) } ?? "-",
-             a["capture_failure"] is [String: Any] ? "failed" : "ok"]
+            [a.id, a.address, a.softwareVersion, Cell.date(a.connectedAt), Cell.date(a.lastSeen), Cell.text(a.sessionID),
+             a.roundTripMillis.map { String(format: "%.1f ms", $0) } ?? "-", a.captureFailure == nil ? "ok" : "failed"]
         }
         print(Formatting.table(["ID", "ADDRESS", "VERSION", "CONNECTED", "LAST SEEN", "SESSION", "RTT", "CAPTURE"], rows))
         // The reason, in full, below the table: it names the source, its device and the cause.
         for a in agents {
-            guard let failure = a["capture_failure"] as? [String: Any] else { continue }
-            print("\n\(Field.string(a, "id")): capture failed at \(Field.string(failure, "at")): \(Field.string(failure, "message"))")
+            guard let failure = a.captureFailure else { continue }
+            print("\n\(a.id): capture failed at \(Cell.date(failure.at)): \(failure.message)")
         }
     }
 }
@@ -55,33 +45,28 @@ struct SessionsCommand: ParsableCommand {
     @Flag(help: "Print the server's JSON instead of a table.") var json = false
 
     func run() throws {
-        let response = try connection.client().send("GET", "/v1/sessions")
-        if json { print(JSONOutput.pretty(response.body)); return }
-        print(SessionsView.render(try response.object()))
+        let list = try connection.client().send(.GET, "/v1/sessions").decode(SessionListResponse.self)
+        if json { print(JSONOutput.pretty(list)); return }
+        print(SessionsView.render(list))
     }
 }
 
 /// Tables of live sessions, shared by `sessions` and `top`.
 enum SessionsView {
-    static func render(_ object: [String: Any]) -> String {
-        let sessions = Field.objects(object, "sessions")
+    static func render(_ list: SessionListResponse) -> String {
+        let sessions = list.sessions
         if sessions.isEmpty { return "no live sessions" }
         let sessionRows = sessions.map { s in
-            [Field.string(s, "id"), Field.string(s, "agent_id"), Field.string(s, "state"), Field.string(s, "started_at"),
-             String(Field.objects(s, "tracks").count), Field.string(s, "last_ack"), Field.labels(s)]
+            [s.id, s.agentID, s.state, Cell.date(s.startedAt), String(s.tracks.count), String(s.lastAck), Cell.labels(s.labels)]
         }
         var out = Formatting.table(["SESSION", "AGENT", "STATE", "STARTED", "TRACKS", "ACK", "LABELS"], sessionRows)
         var trackRows: [[String]] = []
         for s in sessions {
-            for t in Field.objects(s, "tracks") {
+            for t in s.tracks {
                 trackRows.append([
-                    Field.string(s, "id"), Field.string(t, "track_id"), Field.string(t, "label"), Field.string(t, "kind"),
-                    Field.string(t, "codec"), Field.string(t, "status"),
-                    Field.double(t, "fps").map { String(format: "%.1f", $0) } ?? "-",
-                    Field.double(t, "bitrate").map { Formatting.rate($0) } ?? "-",
-                    Field.double(t, "lag_seconds").map { String(format: "%.3f s", $0) } ?? "-",
-                    Field.string(t, "dropped"), Field.string(t, "samples"),
-                    Field.int(t, "bytes").map { Formatting.bytes(UInt64(max(0, $0))) } ?? "-",
+                    s.id, String(t.trackID), t.label, t.kind, t.codec, t.status.rawValue, String(format: "%.1f", t.fps),
+                    Formatting.rate(t.bitrate), String(format: "%.3f s", t.lagSeconds), String(t.dropped), String(t.samples),
+                    Cell.bytes(t.bytes),
                 ])
             }
         }
@@ -91,8 +76,9 @@ enum SessionsView {
         }
         // Why a track failed, in full, below the table.
         for s in sessions {
-            for t in Field.objects(s, "tracks") where t["error"] is String {
-                out += "\n\(Field.string(s, "id")) track \(Field.string(t, "track_id")) (\(Field.string(t, "label"))) failed: \(Field.string(t, "error"))"
+            for t in s.tracks {
+                guard let error = t.error else { continue }
+                out += "\n\(s.id) track \(t.trackID) (\(t.label)) failed: \(error)"
             }
         }
         return out
@@ -124,7 +110,7 @@ struct TopCommand: ParsableCommand {
             var frame = "record-server \(client.baseURL.absoluteString) — \(now)\n\n"
             var failure: CLIFailure?
             do {
-                frame += SessionsView.render(try client.send("GET", "/v1/sessions").object())
+                frame += SessionsView.render(try client.send(.GET, "/v1/sessions").decode(SessionListResponse.self))
             } catch let error as CLIFailure where error.code == .unreachable && !once && !error.message.contains("token") {
                 // A server restarting or a network blip: keep watching, say so, try again.
                 frame += "cannot reach the server: \(error.message)\nretrying every \(Formatting.seconds(interval))…\n"
@@ -157,7 +143,7 @@ struct RecordingsCommand: ParsableCommand {
     @Option(help: ArgumentHelp("At most this many rows (1…10000; server default 1000).", valueName: "n")) var limit: Int?
     @Flag(help: "Print the server's JSON instead of a table.") var json = false
 
-    static let statuses = ["recording", "completed", "interrupted", "recovered", "failed", "cancelled"]
+    static let statuses = RecordingStatus.allCases.map(\.rawValue)
 
     func validate() throws {
         if let status, !Self.statuses.contains(status) {
@@ -189,21 +175,19 @@ struct RecordingsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let response = try connection.client().send("GET", "/v1/recordings", query: query)
-        if json { print(JSONOutput.pretty(response.body)); return }
-        let object = try response.object()
-        let recordings = Field.objects(object, "recordings")
+        let list = try connection.client().send(.GET, "/v1/recordings", query: query).decode(RecordingListResponse.self)
+        if json { print(JSONOutput.pretty(list)); return }
+        let recordings = list.recordings
         if recordings.isEmpty { print("no recordings"); return }
         print(Formatting.table(["ID", "AGENT", "STATUS", "CREATED", "DURATION", "SIZE", "PATH"], recordings.map(Self.row)))
-        if let limit = Field.int(object, "limit"), recordings.count >= limit {
+        if recordings.count >= list.limit {
             print("(\(recordings.count) rows: the limit; there may be more, use --limit or narrow with --since/--until)")
         }
     }
 
-    static func row(_ r: [String: Any]) -> [String] {
-        [Field.string(r, "id"), Field.string(r, "agent_id"), Field.string(r, "status"), Field.string(r, "created_at"),
-         Field.double(r, "duration_seconds").map(Formatting.seconds) ?? "-",
-         Field.int(r, "size_bytes").map { Formatting.bytes(UInt64(max(0, $0))) } ?? "-", Field.string(r, "path")]
+    static func row(_ r: RecordingFile) -> [String] {
+        [r.id, r.agentID, r.status.rawValue, Cell.date(r.createdAt), Formatting.seconds(r.durationSeconds), Cell.bytes(r.sizeBytes),
+         r.path]
     }
 }
 
@@ -216,25 +200,22 @@ struct RecordingCommand: ParsableCommand {
     @Flag(help: "Print the server's JSON instead of text.") var json = false
 
     func run() throws {
-        let response = try connection.client().send("GET", "/v1/recordings/" + AdminClient.segment(id))
-        if json { print(JSONOutput.pretty(response.body)); return }
-        let object = try response.object()
-        let r = object["recording"] as? [String: Any] ?? [:]
+        let detail = try connection.client().send(.GET, "/v1/recordings/" + AdminClient.segment(id))
+            .decode(RecordingDetailResponse.self)
+        if json { print(JSONOutput.pretty(detail)); return }
+        let r = detail.recording
         var out = ""
-        for (name, key) in [("id", "id"), ("session", "session_id"), ("agent", "agent_id"), ("segment", "segment_index"),
-                            ("status", "status"), ("path", "path"), ("created", "created_at"), ("finished", "finished_at"),
-                            ("error", "error")] {
-            out += name.padding(toLength: 10, withPad: " ", startingAt: 0) + Field.string(r, key) + "\n"
+        for (name, value) in [("id", r.id), ("session", r.sessionID), ("agent", r.agentID), ("segment", String(r.segmentIndex)),
+                              ("status", r.status.rawValue), ("path", r.path), ("created", Cell.date(r.createdAt)),
+                              ("finished", Cell.date(r.finishedAt)), ("error", Cell.text(r.error))] {
+            out += name.padding(toLength: 10, withPad: " ", startingAt: 0) + value + "\n"
         }
-        out += "size      " + (Field.int(r, "size_bytes").map { Formatting.bytes(UInt64(max(0, $0))) } ?? "-") + "\n"
-        out += "duration  " + (Field.double(r, "duration_seconds").map(Formatting.seconds) ?? "-") + "\n"
-        out += "start     " + (Field.double(r, "start_seconds").map(Formatting.seconds) ?? "-") + "\n\n"
-        let rows = Field.objects(object, "tracks").map { t in
-            [Field.string(t, "track_id"), Field.string(t, "label"), Field.string(t, "kind"), Field.string(t, "codec"),
-             (Field.int(t, "width") ?? 0) > 0 ? "\(Field.string(t, "width"))x\(Field.string(t, "height"))" : "-",
-             Field.string(t, "status"), Field.string(t, "samples"),
-             Field.int(t, "bytes").map { Formatting.bytes(UInt64(max(0, $0))) } ?? "-", Field.string(t, "dropped"),
-             Field.string(t, "error")]
+        out += "size      " + Cell.bytes(r.sizeBytes) + "\n"
+        out += "duration  " + Formatting.seconds(r.durationSeconds) + "\n"
+        out += "start     " + Formatting.seconds(r.startSeconds) + "\n\n"
+        let rows = detail.tracks.map { t in
+            [String(t.trackID), t.label, t.kind, t.codec, t.width > 0 ? "\(t.width)x\(t.height)" : "-", t.status.rawValue,
+             String(t.samples), Cell.bytes(t.bytes), String(t.dropped), Cell.text(t.error)]
         }
         out += Formatting.table(["TRACK", "LABEL", "KIND", "CODEC", "SIZE", "STATUS", "SAMPLES", "BYTES", "DROPPED", "ERROR"], rows)
         print(out)
@@ -250,8 +231,14 @@ struct DeleteCommand: ParsableCommand {
     @Flag(help: "Print JSON instead of text.") var json = false
 
     func run() throws {
-        _ = try connection.client().send("DELETE", "/v1/recordings/" + AdminClient.segment(id))
-        print(json ? JSONOutput.pretty(["deleted": id, "status": "deleted"]) : "deleted recording \(id)")
+        _ = try connection.client().send(.DELETE, "/v1/recordings/" + AdminClient.segment(id))
+        print(json ? JSONOutput.pretty(Deleted(deleted: id)) : "deleted recording \(id)")
+    }
+
+    /// recordctl's own answer (the server's is an empty 204).
+    struct Deleted: Encodable {
+        var deleted: String
+        var status = "deleted"
     }
 }
 
@@ -289,14 +276,14 @@ struct StartCommand: ParsableCommand {
     func run() throws {
         let client = try connection.client()
         let before = wait > 0 ? Set(try Self.sessionIDs(client, agent: agent)) : []
-        let response = try client.send("POST", "/v1/sessions", body: ["agent": agent, "labels": try parsedLabels()])
+        var answer = try client.send(.POST, "/v1/sessions", body: StartSessionRequest(agent: agent, labels: try parsedLabels()))
+            .decode(ControlResponse.self)
         // The server answers with the new session's id once the agent opened it (201).
-        var sessionID = (try? response.object())?["session_id"] as? String
-        if wait > 0, sessionID == nil {
+        if wait > 0, answer.sessionID == nil {
             let deadline = Date().addingTimeInterval(wait)
-            while sessionID == nil {
-                sessionID = try Self.sessionIDs(client, agent: agent).first { !before.contains($0) }
-                if sessionID != nil { break }
+            while answer.sessionID == nil {
+                answer.sessionID = try Self.sessionIDs(client, agent: agent).first { !before.contains($0) }
+                if answer.sessionID != nil { break }
                 guard Date() < deadline else {
                     throw CLIFailure(.failed, "agent \(agent) accepted the start but no session appeared within \(Formatting.seconds(wait))")
                 }
@@ -304,10 +291,8 @@ struct StartCommand: ParsableCommand {
             }
         }
         if json {
-            var object = (try? response.object()) ?? [:]
-            if let sessionID { object["session_id"] = sessionID }
-            print(JSONOutput.pretty(object))
-        } else if let sessionID {
+            print(JSONOutput.pretty(answer))
+        } else if let sessionID = answer.sessionID {
             print("started session \(sessionID) on agent \(agent)")
         } else {
             print("start requested on agent \(agent); the session appears in `recordctl sessions` once the agent opens it")
@@ -315,8 +300,7 @@ struct StartCommand: ParsableCommand {
     }
 
     static func sessionIDs(_ client: AdminClient, agent: String) throws -> [String] {
-        let sessions = Field.objects(try client.send("GET", "/v1/sessions").object(), "sessions")
-        return sessions.filter { Field.string($0, "agent_id") == agent }.map { Field.string($0, "id") }
+        try client.send(.GET, "/v1/sessions").decode(SessionListResponse.self).sessions.filter { $0.agentID == agent }.map(\.id)
     }
 }
 
@@ -343,7 +327,8 @@ struct CancelCommand: ParsableCommand {
 
 enum SessionAction {
     static func run(_ action: String, session: String, connection: ConnectionOptions, json: Bool) throws {
-        let response = try connection.client().send("POST", "/v1/sessions/\(AdminClient.segment(session))/\(action)")
-        print(json ? JSONOutput.pretty(response.body) : "\(action) requested for session \(session)")
+        let answer = try connection.client().send(.POST, "/v1/sessions/\(AdminClient.segment(session))/\(action)")
+            .decode(ControlResponse.self)
+        print(json ? JSONOutput.pretty(answer) : "\(action) requested for session \(session)")
     }
 }

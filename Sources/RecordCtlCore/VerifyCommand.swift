@@ -14,7 +14,7 @@ struct VerifyCommand: ParsableCommand {
     func run() throws {
         let verdict = Self.verify(path: file)
         if json {
-            print(JSONOutput.pretty(["path": file, "ok": verdict.ok, "verdict": verdict.summary, "problems": verdict.problems,
+            print(JSONOutput.pretty(jsonObject: ["path": file, "ok": verdict.ok, "verdict": verdict.summary, "problems": verdict.problems,
                                      "checks": verdict.checks]))
         } else {
             print(verdict.text(path: file))

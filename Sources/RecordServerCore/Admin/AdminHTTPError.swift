@@ -1,3 +1,4 @@
+import AdminModels
 import Foundation
 import Hummingbird
 import Logging
@@ -43,7 +44,7 @@ struct AdminAPIError: Error, Sendable, Equatable {
     }
 
     func response() -> Response {
-        var response = AdminResponses.json(ErrorBody(error: .init(code: code, message: message, sessionID: sessionID)), status: status)
+        var response = AdminResponses.json(ErrorResponse(error: .init(code: code, message: message, sessionID: sessionID)), status: status)
         if status == .unauthorized {
             // RFC 6750 §3: tell the client which scheme to use.
             response.headers[.wwwAuthenticate] = #"Bearer realm="record-server""#

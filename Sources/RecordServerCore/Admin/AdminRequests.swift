@@ -1,3 +1,4 @@
+import AdminModels
 import Foundation
 
 /// Parsing and validation of admin API input. Everything here is strict on purpose: an unknown
@@ -65,26 +66,22 @@ enum AdminRequests {
 
     // MARK: POST /v1/sessions
 
-    struct StartSession: Equatable, Sendable {
-        var agent: String
-        var labels: [String: String]
-    }
-
-    static func startSession(_ body: Data) throws(AdminAPIError) -> StartSession {
+    /// The body as the shared `StartSessionRequest`, its agent id checked.
+    static func startSession(_ body: Data) throws(AdminAPIError) -> StartSessionRequest {
         guard !body.isEmpty else {
             throw .badRequest(#"request body is required: {"agent":"<agent id>","labels":{"key":"value"}}"#)
         }
-        let decoded: StartSessionBody
+        let decoded: StartSessionRequest
         do {
-            decoded = try JSONDecoder().decode(StartSessionBody.self, from: body)
-        } catch let error as AdminAPIError {
-            throw error
+            decoded = try AdminJSON.decoder().decode(StartSessionRequest.self, from: body)
+        } catch let error as StartSessionRequest.UnknownFields {
+            throw .badRequest(error.message)
         } catch let error as DecodingError {
             throw .badRequest(describe(error))
         } catch {
             throw .badRequest("malformed JSON body")
         }
-        return StartSession(agent: try validatedID(decoded.agent, what: "agent"), labels: decoded.labels)
+        return StartSessionRequest(agent: try validatedID(decoded.agent, what: "agent"), labels: decoded.labels)
     }
 
     /// Turns a decoding failure into a message naming the offending field.
@@ -107,28 +104,5 @@ enum AdminRequests {
         @unknown default:
             return "malformed JSON body"
         }
-    }
-}
-
-/// `{"agent": "...", "labels": {"k": "v"}}`; `labels` may be omitted, other keys are refused.
-private struct StartSessionBody: Decodable {
-    var agent: String
-    var labels: [String: String]
-
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: AnyKey.self)
-        let unknown = container.allKeys.map(\.stringValue).filter { $0 != "agent" && $0 != "labels" }.sorted()
-        if !unknown.isEmpty {
-            throw AdminAPIError.badRequest("unknown field(s) \(unknown.map { "\"\($0)\"" }.joined(separator: ", ")); expected agent, labels")
-        }
-        agent = try container.decode(String.self, forKey: AnyKey(stringValue: "agent"))
-        labels = try container.decodeIfPresent([String: String].self, forKey: AnyKey(stringValue: "labels")) ?? [:]
     }
 }

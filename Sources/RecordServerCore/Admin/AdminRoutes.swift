@@ -1,3 +1,4 @@
+import AdminModels
 import Foundation
 import Hummingbird
 import NIOCore
@@ -18,32 +19,31 @@ struct AdminRoutes: Sendable {
 
         let v1 = router.group("/v1")
         v1.get("/agents") { _, _ in
-            AdminResponses.json(AgentListJSON(agents: await self.backend.connectedAgents().map(AgentJSON.init(info:))))
+            AdminResponses.json(AgentListResponse(agents: await self.backend.connectedAgents()))
         }
         v1.get("/sessions") { _, _ in
-            AdminResponses.json(SessionListJSON(sessions: await self.backend.liveSessions().map(LiveSessionJSON.init(info:))))
+            AdminResponses.json(SessionListResponse(sessions: await self.backend.liveSessions()))
         }
         v1.post("/sessions") { request, _ in try await self.startSession(request) }
         v1.post("/sessions/{id}/stop") { _, context in
             let id = try Self.pathID(context)
             try await self.backend.stopSession(id: id)
-            return AdminResponses.json(AcceptedJSON(action: "stop", sessionID: id), status: .accepted)
+            return AdminResponses.json(ControlResponse(action: "stop", sessionID: id), status: .accepted)
         }
         v1.post("/sessions/{id}/cancel") { _, context in
             let id = try Self.pathID(context)
             try await self.backend.cancelSession(id: id)
-            return AdminResponses.json(AcceptedJSON(action: "cancel", sessionID: id), status: .accepted)
+            return AdminResponses.json(ControlResponse(action: "cancel", sessionID: id), status: .accepted)
         }
         v1.get("/recordings") { request, _ in
             let query = request.uri.queryParameters.map { (key: String($0.key), value: String($0.value)) }
             let filter = try AdminRequests.recordingFilter(query)
             let records = try await self.backend.recordings(filter)
-            return AdminResponses.json(RecordingListJSON(recordings: records.map(RecordingJSON.init(record:)), limit: filter.limit))
+            return AdminResponses.json(RecordingListResponse(recordings: records.map(RecordingFile.init), limit: filter.limit))
         }
         v1.get("/recordings/{id}") { _, context in
             let (record, tracks) = try await self.backend.recording(id: try Self.pathID(context))
-            return AdminResponses.json(RecordingDetailJSON(recording: RecordingJSON(record: record),
-                                                           tracks: tracks.map(TrackJSON.init(record:))))
+            return AdminResponses.json(RecordingDetailResponse(recording: RecordingFile(record), tracks: tracks.map(SessionTrack.init)))
         }
         v1.delete("/recordings/{id}") { _, context in
             try await self.backend.deleteRecording(id: try Self.pathID(context))
@@ -58,7 +58,7 @@ struct AdminRoutes: Sendable {
         let info = await backend.health()
         let authorized = token.authorizes(headerValue: request.headers[.authorization])
         let status: HTTPResponse.Status = info.status == "ok" ? .ok : .serviceUnavailable
-        return AdminResponses.json(authorized ? HealthJSON(full: info) : HealthJSON(public: info), status: status)
+        return AdminResponses.json(authorized ? HealthResponse(full: info) : HealthResponse(public: info), status: status)
     }
 
     func metricsPage() -> Response {
@@ -76,7 +76,7 @@ struct AdminRoutes: Sendable {
         let parsed = try AdminRequests.startSession(body)
         let sessionID = try await backend.startSession(agentID: parsed.agent, labels: parsed.labels)
         // 201 with the new session's id once the agent opened it; 202 if it has not yet.
-        return AdminResponses.json(AcceptedJSON(status: sessionID == nil ? "accepted" : "started", action: "start",
+        return AdminResponses.json(ControlResponse(status: sessionID == nil ? "accepted" : "started", action: "start",
                                                 agentID: parsed.agent, sessionID: sessionID),
                                    status: sessionID == nil ? .accepted : .created)
     }

@@ -1,25 +1,10 @@
+import AdminModels
 import Foundation
 
-/// What happened to a recording session (and to each of its files).
-public enum RecordingStatus: String, Codable, Sendable, CaseIterable {
-    /// Being written now (or, after a server crash, waiting for its agent to resume).
-    case recording
-    /// Closed by the agent and finalized.
-    case completed
-    /// The agent went away and did not resume within the reconnect window; finalized as is.
-    case interrupted
-    /// Found unfinished after a server crash, not resumed in time, finalized by recovery.
-    case recovered
-    /// Stopped by an error (for example a full disk); the file holds what was durable.
-    case failed
-    /// Discarded on request; no file remains.
-    case cancelled
-}
-
-/// What happened to one track of a session.
-public enum TrackStatus: String, Codable, Sendable {
-    case active, ended, failed
-}
+// The statuses are the admin API's vocabulary (docs/admin-api.md), so they live with its types;
+// the catalog stores their raw values.
+public typealias RecordingStatus = AdminModels.RecordingStatus
+public typealias TrackStatus = AdminModels.TrackStatus
 
 public struct AgentRecord: Codable, Sendable, Equatable {
     public var id: String

@@ -1,0 +1,67 @@
+import Foundation
+
+/// `GET /v1/agents`: the agents connected now, sorted by id.
+public struct AgentListResponse: Codable, Sendable, Equatable {
+    public var agents: [ConnectedAgent]
+    public init(agents: [ConnectedAgent]) { self.agents = agents }
+}
+
+public struct ConnectedAgent: Codable, Sendable, Equatable {
+    /// From its certificate / handshake.
+    public var id: String
+    /// Remote address and port.
+    public var address: String
+    public var softwareVersion: String
+    public var connectedAt: Date
+    /// When its last message arrived.
+    public var lastSeen: Date
+    /// The session open on its connection.
+    public var sessionID: String?
+    /// The latest heartbeat round-trip time.
+    public var roundTripMillis: Double?
+    /// The agent's latest refusal of a start because a source cannot capture; nil again once
+    /// it opens a session.
+    public var captureFailure: CaptureFailure?
+
+    public init(id: String, address: String, softwareVersion: String, connectedAt: Date, lastSeen: Date,
+                sessionID: String? = nil, roundTripMillis: Double? = nil, captureFailure: CaptureFailure? = nil) {
+        self.id = id
+        self.address = address
+        self.softwareVersion = softwareVersion
+        self.connectedAt = connectedAt
+        self.lastSeen = lastSeen
+        self.sessionID = sessionID
+        self.roundTripMillis = roundTripMillis
+        self.captureFailure = captureFailure
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, address, softwareVersion = "software_version", connectedAt = "connected_at", lastSeen = "last_seen"
+        case sessionID = "session_id", roundTripMillis = "round_trip_millis", captureFailure = "capture_failure"
+    }
+
+    /// Every key, nil as an explicit `null` (the synthesized encoding would leave it out).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(address, forKey: .address)
+        try c.encode(softwareVersion, forKey: .softwareVersion)
+        try c.encode(connectedAt, forKey: .connectedAt)
+        try c.encode(lastSeen, forKey: .lastSeen)
+        try c.encode(sessionID, forKey: .sessionID)
+        try c.encode(roundTripMillis, forKey: .roundTripMillis)
+        try c.encode(captureFailure, forKey: .captureFailure)
+    }
+}
+
+/// What an agent said when it could not capture (protocol.md `captureFailed`).
+public struct CaptureFailure: Codable, Sendable, Equatable {
+    /// The agent's words: the source, its device and the cause.
+    public var message: String
+    public var at: Date
+
+    public init(message: String, at: Date) {
+        self.message = message
+        self.at = at
+    }
+}
