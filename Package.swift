@@ -139,6 +139,7 @@ let package = Package(
             "MediaEncoding", "RecordServerCore", "CaptureAgentCore", "RecordingTLS", "Shared",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "MuxerIntegrationTests", dependencies: ["Shared", "MediaEncoding", "RecordCtlCore", "TestSupport"]),
         // Judges what scripts/hardware-test.sh recorded from real kernel drivers in a VM.

@@ -24,7 +24,8 @@ public final class RecordServer: Sendable {
     private let logger: Logger
     private let ports = PortRecord()
 
-    public init(configuration: ServerConfiguration, logger: Logger) throws {
+    /// - Parameter clock: what resume windows and housekeeping run on; tests pass a manual one.
+    public init(configuration: ServerConfiguration, logger: Logger, clock: any ServerClock = SystemServerClock()) throws {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
@@ -58,7 +59,7 @@ public final class RecordServer: Sendable {
         let storage = self.storage
         registry = SessionRegistry(catalog: catalog, settings: configuration.sessionSettings, maxSessions: configuration.maxSessions,
                                    maxSessionsPerAgent: configuration.maxSessionsPerAgent, metrics: metrics,
-                                   logger: logger, dataDirectory: configuration.dataDirectory) { agentID, sessionID, date in
+                                   logger: logger, dataDirectory: configuration.dataDirectory, clock: clock) { agentID, sessionID, date in
             try storage.locate(agentID: agentID, sessionID: sessionID, date: date)
         }
         if configuration.admin.enabled {
@@ -176,7 +177,7 @@ struct Housekeeping: Service {
                 if ticks % 5 == 0 { _ = cmalloc_trim() }
                 ticks += 1
                 // Once a second: resume windows are a minute, and every tick wakes threads.
-                try? await Task.sleep(for: .seconds(1))
+                try? await registry.clock.sleep(for: .seconds(1))
             }
         } onGracefulShutdown: {
             logger.notice("shutting down: suspending every live session for its agent to resume after the restart")

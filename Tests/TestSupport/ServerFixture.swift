@@ -15,6 +15,9 @@ public final class ServerFixture: @unchecked Sendable {
     public let scratch: TemporaryDirectory
     public let pki: TestServerPKI
     public var configuration: ServerConfiguration
+    /// What the server's resume windows run on: set a ``ManualServerClock`` before ``start(logger:)``
+    /// to move time instead of waiting for it.
+    public var clock: any ServerClock = SystemServerClock()
     public private(set) var server: RecordServer?
     public private(set) var running: RecordServer.RunningServer?
 
@@ -43,7 +46,7 @@ public final class ServerFixture: @unchecked Sendable {
     @discardableResult
     public func start(logger: Logger = ServerFixture.logger) async throws -> Int {
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        let server = try RecordServer(configuration: configuration, logger: logger)
+        let server = try RecordServer(configuration: configuration, logger: logger, clock: clock)
         self.server = server
         let running = try await server.start()
         self.running = running

@@ -68,7 +68,7 @@ struct AgentConnection {
         } catch {
             logger.debug("connection ended", metadata: ["error": "\(error)"])
         }
-        if let session = state.session, await session.detach(connection: connection, now: .now) {
+        if let session = state.session, await session.detach(connection: connection, now: registry.clock.now) {
             await registry.sessionEnded(session)
         }
         if let agent = state.agentID { await registry.agentDisconnected(agent, connection: connection) }

@@ -31,7 +31,8 @@ public actor SessionRegistry {
     let logger: Logger
     private let maxSessions: Int
     private let maxSessionsPerAgent: Int
-    private let clock = ContinuousClock()
+    /// Resume windows run on it (injected by tests; the continuous clock otherwise).
+    public nonisolated let clock: any ServerClock
     /// Every session not yet finished: recording, waiting for its agent to resume it, or
     /// found unfinished after a restart (dormant).
     private var sessions: [SessionID: RecordingSession] = [:]
@@ -48,8 +49,10 @@ public actor SessionRegistry {
     public private(set) var isShuttingDown = false
 
     public init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
-                metrics: any IngestMetrics, logger: Logger, dataDirectory: String, locate: @escaping SessionLocator) {
+                metrics: any IngestMetrics, logger: Logger, dataDirectory: String, clock: any ServerClock = SystemServerClock(),
+                locate: @escaping SessionLocator) {
         self.catalog = catalog
+        self.clock = clock
         self.dataDirectory = dataDirectory
         self.settings = settings
         self.maxSessions = maxSessions
@@ -291,7 +294,10 @@ public actor SessionRegistry {
     /// recovered when found after a restart). Called periodically. The check and the finish
     /// happen in one turn of the session's actor, so an agent resuming at that moment either
     /// gets its session back or finds it finished, never a session finalized under it.
-    public func sweep(now: ContinuousClock.Instant = .now) async {
+    public func sweep() async { await sweep(now: clock.now) }
+
+    /// ``sweep()`` as if it were `now`.
+    public func sweep(now: ContinuousClock.Instant) async {
         for session in sessions.values where await session.expireIfAbandoned(now) { sessionEnded(session) }
         await retryCatalogWrites()
     }
