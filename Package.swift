@@ -51,6 +51,13 @@ let package = Package(
         .target(name: "Shared", dependencies: ["MP4", "WireProtocol"], path: "Sources/Shared/Umbrella"),
         // The admin API's JSON contract (docs/admin-api.md): the server encodes it, recordctl decodes it.
         .target(name: "AdminModels", path: "Sources/Shared/AdminModels"),
+        // The protocol's NIO channel handlers for both ends (not in `Shared`: WireProtocol stays
+        // NIOCore-only, the fuzzers build it from its folder).
+        .target(
+            name: "WireProtocolNIO",
+            dependencies: ["WireProtocol", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Sources/Shared/ProtocolNIO"
+        ),
         // Owning Swift wrappers over libx264 / libopus and synthetic media generators.
         .target(name: "MediaEncoding", dependencies: ["CX264", "COpus"]),
 
@@ -67,7 +74,7 @@ let package = Package(
         .target(
             name: "CaptureAgentCore",
             dependencies: [
-                "Shared", "MediaEncoding", "CV4L2", "CALSA", "RecordingTLS",
+                "Shared", "WireProtocolNIO", "MediaEncoding", "CV4L2", "CALSA", "RecordingTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -78,7 +85,7 @@ let package = Package(
         .target(
             name: "RecordServerCore",
             dependencies: [
-                "Shared", "AdminModels", "RecordingTLS", "CMallocTuning",
+                "Shared", "AdminModels", "WireProtocolNIO", "RecordingTLS", "CMallocTuning",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -118,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "IngestBench",
             dependencies: [
-                "BenchSupport", "Shared", "RecordingTLS",
+                "BenchSupport", "Shared", "WireProtocolNIO", "RecordingTLS",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -131,6 +138,12 @@ let package = Package(
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Shared"], exclude: ["Corpus", "ReaderCorpus"]),
         .testTarget(name: "AdminModelsTests", dependencies: ["AdminModels"]),
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", "Shared", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
+        // The handlers in EmbeddedChannels, and the agent's state machine against the server's
+        // validator through them, without sockets.
+        .testTarget(name: "WireProtocolNIOTests", dependencies: [
+            "WireProtocolNIO", "WireProtocol", "CaptureAgentCore",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
         .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding", "TestSupport", "Shared"]),
         // Test support shared by test targets: processes and temporary directories, external
         // tools (ffprobe, ffmpeg) as oracles, the built executables, a real record-server and
@@ -156,7 +169,7 @@ let package = Package(
         .testTarget(
             name: "RecordServerTests",
             dependencies: [
-                "RecordServerCore", "CMallocTuning", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore", "TestSupport",
+                "RecordServerCore", "CMallocTuning", "RecordingTLS", "Shared", "WireProtocolNIO", "MediaEncoding", "RecordCtlCore", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -169,7 +182,7 @@ let package = Package(
         .testTarget(
             name: "RecordCtlTests",
             dependencies: [
-                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "CaptureAgentCore", "TestSupport", "AdminModels",
+                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "WireProtocolNIO", "CaptureAgentCore", "TestSupport", "AdminModels",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

@@ -8,6 +8,7 @@ import NIOPosix
 import NIOSSL
 import RecordingTLS
 import Shared
+import WireProtocolNIO
 
 // Catch-up mode (issue 14, finding 7): each agent streams live, is cut off, buffers what its
 // cameras keep producing, and on reconnecting resumes its session and sends the backlog as fast
@@ -95,16 +96,15 @@ final class CatchUpAgent {
 }
 
 /// One connection of a `CatchUpAgent`: Hello, then SessionOpen (first) or SessionResume
-/// (second), then every due sample while the channel is writable.
+/// (second), then every due sample while the channel is writable. It sits behind
+/// WireProtocolNIO's `MessageCodecHandler`, which frames its messages.
 final class CatchUpConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = ByteBuffer
+    typealias InboundIn = Message
     typealias OutboundIn = Never
-    typealias OutboundOut = ByteBuffer
+    typealias OutboundOut = Message
 
     private let agent: CatchUpAgent
     private let reconnect: () -> Void
-    private var parser = MessageParser()
-    private var encoder = FrameEncoder()
     private var streaming = false
     private var closing = false
     private var pacer: RepeatedTask?
@@ -131,18 +131,12 @@ final class CatchUpConnectionHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        agent.finish(failure: "\(error)")
+        agent.finish(failure: error is ProtocolError ? "protocol error from server: \(error)" : "\(error)")
         context.close(promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        parser.append(unwrapInboundIn(data))
-        do {
-            while let message = try parser.nextMessage() { handle(message, context: context) }
-        } catch {
-            agent.finish(failure: "protocol error from server: \(error)")
-            context.close(promise: nil)
-        }
+        handle(unwrapInboundIn(data), context: context)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -155,10 +149,7 @@ final class CatchUpConnectionHandler: ChannelDuplexHandler {
         let handlerBox = NIOLoopBound(self, eventLoop: loop)
         let contextBox = NIOLoopBound(context, eventLoop: loop)
         switch message {
-        case .helloReply(let reply):
-            parser.supportedVersions = reply.version...reply.version
-            encoder.version = reply.version
-            encoder.limits = ProtocolLimits.default.applying(reply.limits)
+        case .helloReply:
             if agent.clockStart == 0 {
                 write(.sessionOpen(SessionOpen(sessionID: agent.sessionID, labels: [Label("bench", "catch-up")], tracks: agent.content.tracks)),
                       context: context)
@@ -266,13 +257,9 @@ final class CatchUpConnectionHandler: ChannelDuplexHandler {
         catchUpDeadline = nil
     }
 
+    /// A message the codec cannot encode comes back through `errorCaught` and ends the run.
     private func write(_ message: Message, context: ChannelHandlerContext) {
-        do {
-            context.write(wrapOutboundOut(try encoder.encode(message)), promise: nil)
-        } catch {
-            agent.finish(failure: "cannot encode \(message.type): \(error)")
-            context.close(promise: nil)
-        }
+        context.write(wrapOutboundOut(message), promise: nil)
     }
 }
 
@@ -335,6 +322,7 @@ func runCatchUp(_ env: BenchEnvironment, sessions n: Int, plan: CatchUpPlan, lab
                         channel.eventLoop.makeCompletedFuture {
                             let sync = channel.pipeline.syncOperations
                             try sync.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
+                            try sync.addHandler(MessageCodecHandler())
                             try sync.addHandler(CatchUpConnectionHandler(agent: agentBox.value, reconnect: connect))
                         }
                     }

@@ -27,11 +27,12 @@ struct AgentResult: Sendable {
 /// paced by media time (realtime) or as fast as the server accepts (max), SessionClose, and it
 /// waits for SessionClosed.
 /// It answers heartbeats and records when each sample was sent and when its Ack arrived.
-/// Everything runs on the channel's event loop; the result completes `done`.
+/// Everything runs on the channel's event loop; the result completes `done`. It sits behind
+/// WireProtocolNIO's `MessageCodecHandler`, which frames its messages.
 final class LoadAgentHandler: ChannelDuplexHandler {
-    typealias InboundIn = ByteBuffer
+    typealias InboundIn = Message
     typealias OutboundIn = Never
-    typealias OutboundOut = ByteBuffer
+    typealias OutboundOut = Message
 
     private enum Phase { case hello, opening, streaming, closing, finished }
 
@@ -41,8 +42,6 @@ final class LoadAgentHandler: ChannelDuplexHandler {
     private let total: Int
     private let pace: Options.Pace
     private let done: EventLoopPromise<AgentResult>
-    private var parser = MessageParser()
-    private var encoder = FrameEncoder()
     private var phase = Phase.hello
     private var result: AgentResult
     private var next = 0
@@ -78,18 +77,12 @@ final class LoadAgentHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        finish(failure: "\(error)")
+        finish(failure: error is ProtocolError ? "protocol error from server: \(error)" : "\(error)")
         context.close(promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        parser.append(unwrapInboundIn(data))
-        do {
-            while let message = try parser.nextMessage() { handle(message, context: context) }
-        } catch {
-            finish(failure: "protocol error from server: \(error)")
-            context.close(promise: nil)
-        }
+        handle(unwrapInboundIn(data), context: context)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -99,10 +92,7 @@ final class LoadAgentHandler: ChannelDuplexHandler {
 
     private func handle(_ message: Message, context: ChannelHandlerContext) {
         switch message {
-        case .helloReply(let reply):
-            parser.supportedVersions = reply.version...reply.version
-            encoder.version = reply.version
-            encoder.limits = ProtocolLimits.default.applying(reply.limits)
+        case .helloReply:
             phase = .opening
             write(.sessionOpen(SessionOpen(sessionID: sessionID, labels: [Label("bench", "ingest")], tracks: content.tracks)), context: context)
             context.flush()
@@ -175,13 +165,9 @@ final class LoadAgentHandler: ChannelDuplexHandler {
         if wrote { context.flush() }
     }
 
+    /// A message the codec cannot encode comes back through `errorCaught` and ends the run.
     private func write(_ message: Message, context: ChannelHandlerContext) {
-        do {
-            context.write(wrapOutboundOut(try encoder.encode(message)), promise: nil)
-        } catch {
-            finish(failure: "cannot encode \(message.type): \(error)")
-            context.close(promise: nil)
-        }
+        context.write(wrapOutboundOut(message), promise: nil)
     }
 
     private func finish(failure: String?) {

@@ -8,6 +8,7 @@ import NIOPosix
 import NIOSSL
 import RecordingTLS
 import Shared
+import WireProtocolNIO
 
 /// Everything a run needs that does not change between steps.
 struct BenchEnvironment {
@@ -156,6 +157,7 @@ func runOurs(_ env: BenchEnvironment, sessions n: Int, seconds: Int, pace: Optio
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(try NIOSSLClientHandler(context: context, serverHostname: nil))
+                    try sync.addHandler(MessageCodecHandler())
                     try sync.addHandler(LoadAgentHandler(content: content, agentID: id, sessionID: sessionID, seconds: seconds,
                                                          pace: pace, done: done))
                 }

@@ -6,6 +6,7 @@ import NIOSSL
 @testable import RecordServerCore
 import RecordingTLS
 import Shared
+import WireProtocolNIO
 import Testing
 
 /// `recordctl ca` end to end: a CA and certificates made by the CLI are accepted by a real
@@ -35,8 +36,7 @@ struct CATests {
             channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
                 try sync.addHandler(try NIOSSLClientHandler(context: context, serverHostname: "localhost"))
-                try sync.addHandler(MessageDecoderHandler(limits: .default))
-                try sync.addHandler(MessageEncoderHandler())
+                try sync.addHandler(MessageCodecHandler())
                 try sync.addHandler(FirstMessage(promise))
             }
         }.connect(host: "127.0.0.1", port: port).get()

@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import WireProtocol
+import WireProtocolNIO
 
 /// Everything the running agent needs, whether it came from flags or a config file.
 public struct AgentSettings: Sendable {
@@ -216,6 +217,7 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try NIOSSLClientHandler(context: context, serverHostname: hostname)
                     try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(MessageCodecHandler())
                     try channel.pipeline.syncOperations.addHandler(MCRPClientHandler(connection: id, delegate: self))
                 }
             }

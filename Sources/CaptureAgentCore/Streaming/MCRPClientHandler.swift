@@ -1,5 +1,6 @@
 import NIOCore
 import WireProtocol
+import WireProtocolNIO
 
 /// What the channel handler reports to its owner, on the channel's event loop.
 protocol MCRPConnectionDelegate: AnyObject {
@@ -11,23 +12,15 @@ protocol MCRPConnectionDelegate: AnyObject {
     func connectionError(_ error: any Error, connection: Int)
 }
 
-/// Frames outbound ``Message``s and parses inbound bytes with the sans-I/O codec
-/// (``FrameEncoder`` / ``MessageParser``). No protocol decisions are made here: every
-/// message goes to the delegate, which feeds ``AgentStateMachine``.
-///
-/// The one thing it does on its own is framing configuration: after `HelloReply`, frames
-/// in both directions carry the negotiated version and outbound frames stay within the
-/// server's announced limits (protocol.md §5, §6.2).
-final class MCRPClientHandler: ChannelDuplexHandler {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundIn = Message
-    typealias OutboundOut = ByteBuffer
+/// Hands the connection's events and decoded ``Message``s to the runtime (the delegate, which
+/// feeds ``AgentStateMachine``). It sits behind WireProtocolNIO's `MessageCodecHandler`,
+/// which does the framing (and follows the negotiated version and limits); no protocol
+/// decisions are made here.
+final class MCRPClientHandler: ChannelInboundHandler {
+    typealias InboundIn = Message
 
     private let connection: Int
     private weak var delegate: (any MCRPConnectionDelegate)?
-    private var parser = MessageParser()
-    private var encoder = FrameEncoder()
-    private var failed = false
 
     init(connection: Int, delegate: any MCRPConnectionDelegate) {
         self.connection = connection
@@ -45,21 +38,7 @@ final class MCRPClientHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !failed else { return }
-        parser.append(unwrapInboundIn(data))
-        do {
-            while let message = try parser.nextMessage() {
-                if case .helloReply(let reply) = message {
-                    parser.supportedVersions = reply.version...reply.version
-                    encoder.version = reply.version
-                    encoder.limits = ProtocolLimits.default.applying(reply.limits)
-                }
-                delegate?.connectionReceived(message, connection: connection)
-            }
-        } catch {
-            failed = true
-            delegate?.connectionFailed(error, connection: connection)
-        }
+        delegate?.connectionReceived(unwrapInboundIn(data), connection: connection)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -67,21 +46,19 @@ final class MCRPClientHandler: ChannelDuplexHandler {
         context.fireChannelWritabilityChanged()
     }
 
+    /// A `ProtocolError` is the codec's: the server's bytes broke the protocol, and the state
+    /// machine answers it (protocol.md §8) before closing. A message the codec could not encode
+    /// (over the server's limits) is reported; nothing of it was written and the connection
+    /// goes on. Anything else (TLS, the socket) closes the connection here.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        delegate?.connectionError(error, connection: connection)
-        context.close(promise: nil)
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let message = unwrapOutboundIn(data)
-        var buffer = context.channel.allocator.buffer(capacity: 64)
-        do {
-            try encoder.encode(message, into: &buffer)
-        } catch {
-            promise?.fail(error)
+        switch error {
+        case let refused as MessageEncodingFailure:
+            delegate?.connectionError(refused.error, connection: connection)
+        case let violation as ProtocolError:
+            delegate?.connectionFailed(violation, connection: connection)
+        default:
             delegate?.connectionError(error, connection: connection)
-            return
+            context.close(promise: nil)
         }
-        context.write(wrapOutboundOut(buffer), promise: promise)
     }
 }

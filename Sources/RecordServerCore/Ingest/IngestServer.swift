@@ -4,6 +4,7 @@ import NIOPosix
 import NIOSSL
 import RecordingTLS
 import Shared
+import WireProtocolNIO
 
 /// The agent-facing listener: TCP + TLS 1.3 (mutual by default), then the framed protocol.
 /// One child task per connection; TLS is a decorator in the pipeline, so the protocol code

@@ -1,17 +1,20 @@
 import NIOCore
 import NIOTLS
 import Shared
+import WireProtocolNIO
 
-/// The server's decoder: like `MessageDecoderHandler`, but passes on everything one read
-/// cycle brought as one batch (at `channelReadComplete`), so the connection task wakes, and
-/// calls its session, once per cycle instead of once per sample. Messages before a protocol
-/// violation are passed on before the error.
+/// The server's decoder: the shared `MessageStreamDecoder` (WireProtocolNIO), passing on
+/// everything one read cycle brought as one batch (at `channelReadComplete`), so the
+/// connection task wakes, and calls its session, once per cycle instead of once per sample
+/// (the agent's end decodes one message at a time: `MessageCodecHandler`). Messages before a
+/// protocol violation are passed on before the error.
 ///
-/// It also holds each peer to its bounds (protocol.md §7.4, §9), when given `guards`:
-/// - Before the connection task confirms the peer (``Authenticated``) the first frame may be
-///   every frame may be at most ``IngestBudgets/maxHelloPayload`` bytes, nothing is read past the
-///   first (the Hello), and what the
-///   peer holds in part counts against the small pre-authentication budget.
+/// It lives with the server, not in WireProtocolNIO, because the rest of it is the server's
+/// policy towards its peers, which reads the decoder's state between reads. It holds each peer
+/// to its bounds (protocol.md §7.4, §9), when given `guards`:
+/// - Before the connection task confirms the peer (``Authenticated``) every frame may be at
+///   most ``IngestBudgets/maxHelloPayload`` bytes, nothing is read past the first (the Hello),
+///   and what the peer holds in part counts against the small pre-authentication budget.
 /// - After, partly received frames count against the server-wide budget: a connection
 ///   whose next bytes do not fit is closed with `budgetExhausted`.
 /// - ``InboundDeadlines``: the Hello, each frame and the idle timeout; time while the server
@@ -66,10 +69,11 @@ final class MessageBatchDecoderHandler: ChannelDuplexHandler, RemovableChannelHa
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
         do {
-            try decoder.decode(unwrapInboundIn(data)) { batch.append($0) }
+            decoder.append(unwrapInboundIn(data))
+            while let message = try decoder.nextMessage() { batch.append(message) }
             try chargeHeldBytes()
         } catch {
-            if !authenticated, (error as? ProtocolError)?.code == .frameTooLarge { guards?.metrics.budgetRefused("pre_authentication") }
+            if !authenticated, error.code == .frameTooLarge { guards?.metrics.budgetRefused("pre_authentication") }
             fail(error, context: context)
             return
         }

@@ -4,8 +4,9 @@ import NIOPosix
 import NIOSSL
 @testable import RecordServerCore
 import Shared
+import WireProtocolNIO
 
-/// A minimal agent built only from the Shared protocol code: connects over TLS (or plain TCP),
+/// A minimal agent built only from the shared protocol code (WireProtocolNIO's codec handler): connects over TLS (or plain TCP),
 /// and lets a test send exactly the messages it wants and read what comes back.
 final class TestAgent: @unchecked Sendable {
     let channel: any Channel
@@ -37,8 +38,7 @@ final class TestAgent: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if let context { try sync.addHandler(try NIOSSLClientHandler(context: context, serverHostname: "localhost")) }
-                    try sync.addHandler(MessageDecoderHandler(limits: .default))
-                    try sync.addHandler(MessageEncoderHandler())
+                    try sync.addHandler(MessageCodecHandler())
                     try sync.addHandler(Collector(continuation))
                 }
             }
@@ -53,7 +53,7 @@ final class TestAgent: @unchecked Sendable {
         // Below the encoder: straight onto the (TLS) byte stream.
         let channel = self.channel
         try await channel.eventLoop.flatSubmit {
-            let context = try! channel.pipeline.syncOperations.context(handlerType: MessageEncoderHandler.self)
+            let context = try! channel.pipeline.syncOperations.context(handlerType: MessageCodecHandler.self)
             return context.writeAndFlush(NIOAny(ByteBuffer(bytes: bytes)))
         }.get()
     }
