@@ -12,6 +12,10 @@ import Shared
 /// backpressure) — memory stays bounded and other sessions are unaffected.
 struct AgentConnection {
     let channel: NIOAsyncChannel<[Message], Message>
+    /// The client certificate the transport verified, asked for when the Hello arrives; nil
+    /// without TLS. Given by whoever built the pipeline (`IngestServer`), so this loop never
+    /// looks for a TLS handler: TLS stays a decorator around the protocol.
+    let peerCertificate: @Sendable () async -> NIOSSLCertificate?
     let registry: SessionRegistry
     let authenticator: AgentAuthenticator
     let metrics: any IngestMetrics
@@ -295,13 +299,6 @@ struct AgentConnection {
     /// A session is streaming: let its samples collect briefly between reads (ReadBatchingHandler).
     private func startBatchingReads() {
         channel.channel.triggerUserOutboundEvent(ReadBatchingHandler.Start(), promise: nil)
-    }
-
-    private func peerCertificate() async -> NIOSSLCertificate? {
-        let channel = self.channel.channel
-        return try? await channel.eventLoop.submit {
-            try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self).peerCertificate
-        }.get()
     }
 
     /// `192.0.2.7:45352` or `[2001:db8::7]:45352`, as an operator writes an address (NIO's

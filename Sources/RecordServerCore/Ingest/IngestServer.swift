@@ -80,13 +80,24 @@ public struct IngestServer: Sendable {
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
                 for try await connection in connections {
+                    let peerCertificate = Self.peerCertificate(of: connection.channel, tls: sslContext != nil)
                     group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
-                        await AgentConnection(channel: connection, registry: registry, authenticator: authenticator, metrics: metrics,
+                        await AgentConnection(channel: connection, peerCertificate: peerCertificate,
+                                              registry: registry, authenticator: authenticator, metrics: metrics,
                                               limits: limits, serverID: serverID, idleTimeout: idleTimeout, logger: logger).run()
                     }
                 }
             }
         }
+    }
+
+    /// How a connection's verified client certificate is found: asked of the TLS handler
+    /// `configure` put in its pipeline, so only the code that adds TLS knows it is there.
+    static func peerCertificate(of channel: any Channel, tls: Bool) -> @Sendable () async -> NIOSSLCertificate? {
+        guard tls else { return { nil } }
+        // Failing only when the TLS handler has left the pipeline (the connection closed):
+        // then there is no certificate, and authentication refuses the Hello.
+        return { try? await channel.nioSSL_peerCertificate().get() }
     }
 
     /// One accepted connection's pipeline: TLS, read batching, the framed codec with the
