@@ -42,21 +42,12 @@ final class EndToEndFixture: @unchecked Sendable {
     static var logger: Logger { ServerFixture.logger }
 }
 
-/// Checks the acceptance criteria on a recording of two 30 fps test cameras and test audio.
-func checkRecording(_ path: String, expectedFrames: ClosedRange<Int>) throws {
+/// Checks the acceptance criteria on a recording of two 30 fps test cameras and test audio
+/// (``checkContiguousFrames``, with the drops the agent reported in the catalog of
+/// `dataDirectory`), and that sound and picture stay within a frame of each other.
+func checkRecording(_ path: String, expectedFrames: ClosedRange<Int>, dataDirectory: String) throws {
     let decoded = try DecodedRecording(path: path)
-    #expect(decoded.decodeErrors.isEmpty, "ffmpeg: \(decoded.decodeErrors)")
-    #expect(decoded.streams.map(\.type).sorted() == ["audio", "video", "video"])
-    #expect(decoded.streams.filter { $0.type == "video" }.allSatisfy { $0.codec == "h264" })
-    #expect(decoded.streams.first { $0.type == "audio" }?.codec == "opus")
-    for frames in decoded.videoFrames {
-        let numbers = frames.compactMap(\.number)
-        #expect(numbers.count == frames.count, "every frame's counter is readable")
-        let n = numbers.count
-        #expect(expectedFrames.contains(n), "\(n) frames")
-        // Every counter 0..N-1 exactly once, in order.
-        #expect(numbers == Array(0..<n), "first problem at \(zip(numbers, 0...).first { $0 != $1 }.map { "\($0)" } ?? "-")")
-    }
+    checkContiguousFrames(decoded, expected: expectedFrames, drops: try reportedDrops(in: path, dataDirectory: dataDirectory), context: path)
     let offset = try #require(decoded.worstAudioVideoOffset(fps: 30), "flashes and beeps found")
     #expect(offset <= 1.0 / 30 + 0.001, "audio/video offset \(offset * 1000) ms")
 }

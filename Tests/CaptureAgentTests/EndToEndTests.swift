@@ -24,7 +24,7 @@ struct EndToEndTests {
         let files = fixture.recordings()
         #expect(files.count == 1, "\(files)")
         let file = try #require(files.first)
-        try checkRecording(file, expectedFrames: 295...305)
+        try checkRecording(file, expectedFrames: 295...305, dataDirectory: fixture.dataDirectory)
     }
 }
 
@@ -81,7 +81,7 @@ extension EndToEndTests {
         let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
         let record = try #require(try catalog.session(id: "e2e-kill"))
         #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
-        try checkRecording(try #require(run.file), expectedFrames: 445...455)
+        try checkRecording(try #require(run.file), expectedFrames: 445...455, dataDirectory: fixture.dataDirectory)
     }
 
     /// A graceful restart (SIGTERM, as `systemctl restart record-server` sends) in the middle
@@ -96,7 +96,7 @@ extension EndToEndTests {
         let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
         let record = try #require(try catalog.session(id: "e2e-restart"))
         #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
-        try checkRecording(try #require(run.file), expectedFrames: 295...305)
+        try checkRecording(try #require(run.file), expectedFrames: 295...305, dataDirectory: fixture.dataDirectory)
     }
 }
 
@@ -153,6 +153,6 @@ extension EndToEndTests {
         #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
         let files = fixture.recordings()
         #expect(files.count == 1, "\(files)")
-        try checkRecording(try #require(files.first), expectedFrames: 145...155)
+        try checkRecording(try #require(files.first), expectedFrames: 145...155, dataDirectory: fixture.dataDirectory)
     }
 }

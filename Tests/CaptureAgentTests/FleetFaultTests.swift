@@ -22,8 +22,9 @@ struct FleetFaultTests {
 
     /// Decodes `path` and applies the shared contiguous-frames check. Returns N per video track.
     @discardableResult
-    private func checkFrames(_ path: String, expectedFrames: ClosedRange<Int>) throws -> [Int] {
-        checkContiguousFrames(try DecodedRecording(path: path), expected: expectedFrames, context: path)
+    private func checkFrames(_ path: String, expectedFrames: ClosedRange<Int>, _ fixture: EndToEndFixture) throws -> [Int] {
+        checkContiguousFrames(try DecodedRecording(path: path), expected: expectedFrames,
+                              drops: try reportedDrops(in: path, dataDirectory: fixture.dataDirectory), context: path)
     }
 
     @Test(.timeLimit(.minutes(3)))
@@ -68,7 +69,7 @@ struct FleetFaultTests {
         #expect(Set(directories).count == 3, "\(directories)")
         for file in files {
             // About 4 s at 15 fps: 60 frames per camera, with generous bounds.
-            try checkFrames(file, expectedFrames: 40...80)
+            try checkFrames(file, expectedFrames: 40...80, fixture)
         }
     }
 
@@ -123,7 +124,7 @@ struct FleetFaultTests {
         #expect(files.count == 1, "\(files)")
         let file = try #require(files.first)
         // Whatever was durable before the kill: contiguous from frame 0, no duplicates, at least one frame.
-        let counts = try checkFrames(file, expectedFrames: 1...2000)
+        let counts = try checkFrames(file, expectedFrames: 1...2000, fixture)
         #expect(counts.count == 2 && counts.allSatisfy { $0 > 0 }, "\(counts)")
         // Complete up to the last acknowledged sample: every sample with a sequence number up to
         // the agent's last ack is in the file (sequence numbers count samples of all tracks from 1).

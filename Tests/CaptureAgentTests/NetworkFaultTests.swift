@@ -91,7 +91,7 @@ struct NetworkFaultTests {
         // The sources kept capturing during the cut (the resend buffer covered it): about
         // `elapsed` seconds at 15 fps, with loose bounds.
         let low = max(1, Int((elapsed - 6) * 15)), high = Int((elapsed + 3) * 15)
-        let frames = checkContiguousFrames(decoded, expected: low...high)
+        let frames = checkContiguousFrames(decoded, expected: low...high, drops: try reportedDrops(in: file, dataDirectory: fixture.dataDirectory))
         #expect(frames.allSatisfy { $0 >= 13 * 15 }, "the cut is inside the recording: \(frames) frames")
     }
 
@@ -121,7 +121,7 @@ struct NetworkFaultTests {
         let file = try #require(files.first)
         let decoded = try DecodedRecording(path: file)
         // 61 s at 30 fps: 1830 frames per camera, loose bounds.
-        let counts = checkContiguousFrames(decoded, expected: 1750...1910)
+        let counts = checkContiguousFrames(decoded, expected: 1750...1910, drops: try reportedDrops(in: file, dataDirectory: fixture.dataDirectory))
         // One flash per second on video, one beep per second on audio: all of them are compared.
         let flashes = try #require(decoded.videoFrames.first).filter { ($0.number ?? 1) % 30 == 0 }.count
         let beeps = TestToneReader.beepOnsets(samples: decoded.audioSamples, sampleRate: 48000).count

@@ -5,7 +5,16 @@ import MediaEncoding
 /// independent judge: each video stream's decoded frame counters (the test pattern's bar code)
 /// with their presentation times, the decoded audio, and what ffmpeg says while decoding.
 public struct DecodedRecording {
-    public struct Stream { public var index: Int; public var type: String; public var codec: String; public var width: Int; public var height: Int; public var startTime: Double }
+    public struct Stream {
+        public var index: Int
+        public var type: String
+        public var codec: String
+        public var width: Int
+        public var height: Int
+        public var startTime: Double
+        /// The track label (the handler name we write).
+        public var label: String
+    }
     public var streams: [Stream] = []
     /// Per video stream (in stream order): frame numbers read from the bar code and frame times.
     public var videoFrames: [[(number: Int?, time: Double)]] = []
@@ -16,7 +25,8 @@ public struct DecodedRecording {
 
     public init(path: String) throws {
         streams = try FFprobe.streams(path).map {
-            Stream(index: $0.index, type: $0.codecType, codec: $0.codecName, width: $0.width ?? 0, height: $0.height ?? 0, startTime: $0.startTime ?? 0)
+            Stream(index: $0.index, type: $0.codecType, codec: $0.codecName, width: $0.width ?? 0, height: $0.height ?? 0, startTime: $0.startTime ?? 0,
+                   label: $0.handlerName ?? "")
         }
         for stream in streams where stream.type == "video" {
             let times = try Self.stdout("ffprobe", [

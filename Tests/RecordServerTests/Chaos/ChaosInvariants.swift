@@ -124,9 +124,19 @@ extension ChaosRun {
         guard complete else { return }  // a deleted segment leaves a gap on purpose
         let numbers = frames.compactMap { $0 }
         if numbers.count != frames.count { report.problems.append("session \(id): \(frames.count - numbers.count) unreadable frame counters") }
-        if let first = zip(numbers, 0...).first(where: { $0 != $1 }) {
-            report.problems.append("session \(id): frame \(first.1) is \(first.0): lost, repeated or out of order "
-                                   + "(\(numbers.count) frames in \(rows.count) files: \(rows.map { "\($0.id) \($0.status.rawValue) \($0.path.split(separator: "/").last ?? "")" }))")
+        // Every frame the camera made is in the files once, in order, unless the agent dropped it
+        // at the source and said so (a DropReport: the catalog's `dropped` of the camera track).
+        let files = "\(numbers.count) frames in \(rows.count) files: \(rows.map { "\($0.id) \($0.status.rawValue) \($0.path.split(separator: "/").last ?? "")" })"
+        if let first = numbers.first, first != 0 {
+            report.problems.append("session \(id): the first frame is \(first), not 0 (\(files))")
+        }
+        if let pair = zip(numbers, numbers.dropFirst()).first(where: { $0 >= $1 }) {
+            report.problems.append("session \(id): frame \(pair.1) follows \(pair.0): repeated or out of order (\(files))")
+        }
+        let reported = Int(tracks.first { $0.label == "front" }?.dropped ?? 0)
+        let missing = ((numbers.last ?? -1) + 1) - Set(numbers).count
+        if missing > reported {
+            report.problems.append("session \(id): \(missing) frames missing, \(reported) reported dropped by the agent: lost (\(files))")
         }
         report.framesChecked += numbers.count
         if UInt64(packets) < acknowledged {
