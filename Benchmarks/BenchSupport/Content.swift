@@ -127,6 +127,8 @@ public enum ContentCache {
             case let .opus(head):
                 w.int(UInt8(1))
                 w.blob(head.bytes)
+            case let .unsupported(name):
+                throw UnsupportedCodecError(codec: name, place: "the bench content file")
             }
         }
         let payload = recording.samples.reduce(0) { $0 + $1.data.count }

@@ -27,6 +27,8 @@ struct LoadContent: Sendable {
             case .opus(let head):
                 descriptors.append(TrackDescriptor(id: UInt8(i), label: track.label, format: .opus(OpusFormat(
                     sampleRate: head.inputSampleRate, channels: head.channelCount, opusHead: head.bytes))))
+            case .unsupported(let name):
+                throw UnsupportedCodecError(codec: name, place: "the wire protocol")
             }
         }
         tracks = descriptors

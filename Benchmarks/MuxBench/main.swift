@@ -205,7 +205,11 @@ func run() throws {
     for s in all { byTrack[s.trackID, default: (0, 0)].count += 1; byTrack[s.trackID, default: (0, 0)].bytes += s.data.count }
     for t in tracks {
         let v = byTrack[t.id] ?? (0, 0)
-        let kind = t.isVideo ? "H.264" : "Opus"
+        let kind = switch t.codec {
+        case .h264: "H.264"
+        case .opus: "Opus"
+        case .unsupported(let name): name.rawValue
+        }
         contentFacts.append(("Track \(t.id) \"\(t.label)\"", "\(kind), \(grouped(v.count)) samples, \(mb(UInt64(v.bytes))) MB input (\(format(Double(v.bytes) * 8 / Double(options.seconds) / 1e6, 2)) Mbit/s)"))
     }
     contentFacts.append(("Samples / payload", "\(grouped(samples)) samples, \(mb(payload)) MB of MP4 sample payload (MB = 10^6 bytes; the MB/s below count these bytes for both tools)"))

@@ -347,7 +347,7 @@ struct SampleTableBoxTests {
         var table = TrackTable()
         table.appendChunk(offset: 100, decodeTimes: (0..<50).map { Int64($0) * 960 }, compositionOffsets: Array(repeating: 0, count: 50),
                           sizes: Array(repeating: 120, count: 50), sync: Array(repeating: true, count: 50), lastDuration: 960)
-        let group = try #require(MovieBuilder.opusRollGroup(table))
+        let group = try #require(OpusCodec.rollGroup(table))
         #expect(group.description == RollGroupDescriptionBox(rollDistance: -4))
         #expect(group.mapping == SampleToGroupBox(entries: [.init(sampleCount: 4, groupDescriptionIndex: 0),
                                                             .init(sampleCount: 46, groupDescriptionIndex: 1)]))
@@ -355,12 +355,12 @@ struct SampleTableBoxTests {
         var short = TrackTable()
         short.appendChunk(offset: 100, decodeTimes: (0..<20).map { Int64($0) * 480 }, compositionOffsets: Array(repeating: 0, count: 20),
                           sizes: Array(repeating: 60, count: 20), sync: Array(repeating: true, count: 20), lastDuration: 480)
-        #expect(MovieBuilder.opusRollGroup(short)?.description.rollDistance == -8)
+        #expect(OpusCodec.rollGroup(short)?.description.rollDistance == -8)
 
         // Not more packets than the roll distance: nothing to describe.
         var tiny = TrackTable()
         tiny.appendChunk(offset: 100, decodeTimes: [0, 960, 1920, 2880], compositionOffsets: [0, 0, 0, 0],
                          sizes: [1, 1, 1, 1], sync: [true, true, true, true], lastDuration: 960)
-        #expect(MovieBuilder.opusRollGroup(tiny) == nil)
+        #expect(OpusCodec.rollGroup(tiny) == nil)
     }
 }

@@ -1,4 +1,5 @@
 import MediaEncoding
+import Shared
 
 /// What a source produces, known once it has started (a camera reports what it granted).
 public enum SourceFormat: Sendable, Equatable, CustomStringConvertible {
@@ -7,10 +8,14 @@ public enum SourceFormat: Sendable, Equatable, CustomStringConvertible {
     /// Interleaved signed 16-bit PCM.
     case audio(sampleRate: Int, channels: Int)
 
-    public var isVideo: Bool {
-        if case .video = self { return true }
-        return false
+    public var kind: MediaKind {
+        switch self {
+        case .video: .video
+        case .audio: .audio
+        }
     }
+
+    public var isVideo: Bool { kind == .video }
 
     /// The nominal frame rate rounded to whole frames per second (what x264 is given).
     public var roundedFPS: Int {

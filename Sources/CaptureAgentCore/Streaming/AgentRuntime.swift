@@ -425,13 +425,8 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                     if let camera = source as? V4L2CaptureSource, let granted = camera.granted {
                         logger.info("\(spec.name): device granted \(granted)")
                     }
-                    let encoder: any SampleEncoder
-                    switch source.format {
-                    case .video(let w, let h, let n, let d):
-                        encoder = try H264SampleEncoder(track: track, width: w, height: h, fpsNumerator: n, fpsDenominator: d, settings: video)
-                    case .audio(_, let channels):
-                        encoder = try OpusSampleEncoder(track: track, channels: channels, settings: audio)
-                    }
+                    let encoder = try EncoderFactory.encoder(codec: EncoderFactory.codec(for: source.format.kind), track: track,
+                                                             format: source.format, video: video, audio: audio)
                     logger.info("\(spec.name) (track \(track)): \(source.name), \(source.format)")
                     built.append(SourcePipeline(
                         track: track, label: spec.name, source: source, encoder: encoder,

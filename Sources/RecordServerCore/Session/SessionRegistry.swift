@@ -128,13 +128,11 @@ public actor SessionRegistry {
             muxer = try MP4Muxer(configuration: settings.muxerConfiguration(tracks: trackConfigs, directory: location.directory,
                                                                            baseName: location.baseName, creationTime: Int64(now.timeIntervalSince1970)))
             try muxer.start()
-        } catch let error as MuxerError where error.code == .invalidConfiguration {
+        } catch {
             // Nothing was recorded: leave nothing behind (the sidecar was written first). Best
             // effort: the refusal below is what matters, and an empty directory harms nothing.
             try? FileManager.default.removeItem(atPath: location.directory)
-            throw ProtocolError(.invalidCodecConfig, error.message)
-        } catch {
-            try? FileManager.default.removeItem(atPath: location.directory)
+            if let muxerError = error as? MuxerError, let refusal = TrackMapping.refusal(of: muxerError) { throw refusal }
             throw ProtocolError(.storageFailure, "cannot start the recording: \(error.message)")
         }
         let row = SessionRecord(id: open.sessionID.value, agentID: agentID, labels: RecordingSession.labels(of: open), status: .recording,

@@ -25,6 +25,10 @@ enum TrackMapping {
         return "\(error.code): " + out + rest
     }
 
+    /// The muxer track a wire track becomes. One case per wire codec, so a codec added to the
+    /// protocol does not compile here until it is mapped: onto its muxer codec, or, while the
+    /// muxer has none, onto `.unsupported(name)`, which ``refusal(of:)`` turns into a refused
+    /// SessionOpen. Never onto another codec's rules.
     static func configuration(_ descriptor: TrackDescriptor) throws(ProtocolError) -> TrackConfiguration {
         let codec: TrackConfiguration.Codec
         var rotation = 0
@@ -45,8 +49,20 @@ enum TrackMapping {
 
     static func kind(_ descriptor: TrackDescriptor) -> (kind: String, codec: String, width: Int, height: Int) {
         switch descriptor.format {
-        case .h264(let h): ("video", "h264", Int(h.width), Int(h.height))
-        case .opus: ("audio", "opus", 0, 0)
+        case .h264(let h): (MediaKind.video.rawValue, CodecName.h264.rawValue, Int(h.width), Int(h.height))
+        case .opus: (MediaKind.audio.rawValue, CodecName.opus.rawValue, 0, 0)
+        }
+    }
+
+    /// What a SessionOpen is answered when the muxer refuses its tracks: a codec configuration
+    /// it cannot record (`invalidConfiguration`) or a codec it has no rules for
+    /// (`unsupportedCodec`, named with its track) is `invalidCodecConfig` (protocol.md §6.6);
+    /// nil for any other failure, which is the server's, not the track's.
+    static func refusal(of error: MuxerError) -> ProtocolError? {
+        switch error.code {
+        case .invalidConfiguration: ProtocolError(.invalidCodecConfig, error.message)
+        case .unsupportedCodec: ProtocolError(.invalidCodecConfig, describe(error))
+        default: nil
         }
     }
 }

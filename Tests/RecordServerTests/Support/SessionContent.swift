@@ -25,6 +25,8 @@ struct SessionContent {
             case .opus(let head):
                 descriptors.append(TrackDescriptor(id: UInt8(i), label: track.label, format: .opus(OpusFormat(
                     sampleRate: head.inputSampleRate, channels: head.channelCount, opusHead: head.bytes))))
+            case .unsupported(let name):
+                throw UnsupportedCodecError(codec: name, place: "the wire protocol")
             }
         }
         var counts: [UInt8: Int] = [:]

@@ -282,7 +282,12 @@ public final class MP4Muxer {
             return next
         }
         guard let draining, let split, !switched[t] else { return current }
-        let moves = tracks[t].isVideo ? (sample.isSync && sample.dts >= split.dts) : sample.pts >= split.pts
+        // A track whose samples do not all decode on their own moves at its first sync sample
+        // from the split on, so the new file starts decodable; any other at the split's time.
+        let moves = switch tracks[t].syncSamples {
+        case .marked: sample.isSync && sample.dts >= split.dts
+        case .everySample: sample.pts >= split.pts
+        }
         if moves || TimeScaling.difference(sample.dts, split.dts) > Self.segmentDrainLimit {
             switched[t] = true
             if switched.enumerated().allSatisfy({ $1 || ended[$0] }) {

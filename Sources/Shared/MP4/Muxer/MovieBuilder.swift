@@ -67,11 +67,11 @@ enum MovieBuilder {
             var stbl = SampleTableBox(description: SampleDescriptionBox(entries: [track.sampleEntry]))
             stbl.timeToSample = TimeToSampleBox(durations: table.durations)
             if table.hasCompositionOffsets { stbl.compositionOffsets = CompositionOffsetBox(offsets: table.compositionOffsets) }
-            if track.isVideo, !table.allSync { stbl.syncSamples = SyncSampleBox(sampleNumbers: table.syncSampleNumbers) }
+            if track.syncSamples == .marked, !table.allSync { stbl.syncSamples = SyncSampleBox(sampleNumbers: table.syncSampleNumbers) }
             stbl.sampleToChunk = SampleToChunkBox(samplesPerChunk: table.samplesPerChunk)
             stbl.sampleSizes = SampleSizeBox(sizes: table.sizes)
             stbl.chunkOffsets = ChunkOffsetBox(offsets: table.chunkOffsets.map { UInt64(clamping: TimeScaling.sum(Int64(clamping: $0), offsetShift)) })
-            if !track.isVideo { stbl.rollGroup = opusRollGroup(table) }
+            stbl.rollGroup = track.codec.rollGroup(for: table)
             traks.append(trackBox(track, created: isoTime(track.configuration.creationTime ?? creationTime), sampleTable: stbl,
                                   trackDuration: trackDuration, mediaDuration: UInt64(max(0, TimeScaling.difference(table.endDecodeTime, d0))),
                                   edits: EditListBox(entries: edits)))
@@ -84,32 +84,19 @@ enum MovieBuilder {
         )
     }
 
-    /// Opus decoders need 80 ms of pre-roll after a seek (Opus-in-ISOBMFF §4.4): a roll group
-    /// with the distance in packets; the first packets have nothing before them to roll from.
-    static func opusRollGroup(_ table: TrackTable) -> (description: RollGroupDescriptionBox, mapping: SampleToGroupBox)? {
-        let packetTicks = Int(table.durations.first ?? 960)
-        guard packetTicks > 0 else { return nil }
-        let distance = (3840 + packetTicks - 1) / packetTicks
-        let n = table.sampleCount
-        guard n > distance else { return nil }
-        return (RollGroupDescriptionBox(rollDistance: Int16(-distance)),
-                SampleToGroupBox(entries: [.init(sampleCount: UInt32(distance), groupDescriptionIndex: 0),
-                                           .init(sampleCount: UInt32(n - distance), groupDescriptionIndex: 1)]))
-    }
-
     private static func nextTrackID(_ tracks: [PreparedTrack]) -> UInt32 { (tracks.map(\.id).max() ?? 0) + 1 }
 
     private static func trackBox(_ track: PreparedTrack, created: UInt64, sampleTable: SampleTableBox,
                                  trackDuration: UInt64, mediaDuration: UInt64, edits: EditListBox?) -> TrackBox {
         let matrix = TransformMatrix.rotation(track.configuration.rotation, width: track.width, height: track.height)
         return TrackBox(
-            header: TrackHeaderBox(trackID: track.id, creationTime: created, duration: trackDuration, isAudio: !track.isVideo,
+            header: TrackHeaderBox(trackID: track.id, creationTime: created, duration: trackDuration, isAudio: track.kind == .audio,
                                    width: track.width, height: track.height, matrix: matrix),
             edit: edits.map { EditBox(editList: $0) },
             media: MediaBox(
                 header: MediaHeaderBox(creationTime: created, timescale: track.timescale, duration: mediaDuration),
-                handler: HandlerBox(handlerType: track.isVideo ? "vide" : "soun", name: track.configuration.label),
-                information: MediaInformationBox(isAudio: !track.isVideo, sampleTable: sampleTable)
+                handler: HandlerBox(handlerType: track.kind.handlerType, name: track.configuration.label),
+                information: MediaInformationBox(isAudio: track.kind == .audio, sampleTable: sampleTable)
             )
         )
     }

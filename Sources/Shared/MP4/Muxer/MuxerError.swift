@@ -20,6 +20,8 @@ public struct MuxerError: Error, Equatable, Sendable, CustomStringConvertible {
         case noCompleteFragment
         case alreadyFinalized
         case notOurFile
+        /// A track's codec has no rules in the muxer (``TrackConfiguration/Codec/unsupported(_:)``).
+        case unsupportedCodec
     }
 
     public let code: Code

@@ -10,61 +10,9 @@ struct SamplePreparation {
             throw MuxerError(.presentationBeforeDecode, "track \(track.id) sequence \(sample.sequence): PTS \(sample.pts) before DTS \(sample.dts)")
         }
         guard sample.duration >= 0 else { throw MuxerError(.malformedSample, "negative duration") }
-        let payload: [UInt8]
-        var isSync = sample.isKeyframe
-        if track.isVideo {
-            (payload, isSync) = try videoPayload(sample, track: track)
-        } else {
-            payload = sample.data
-            isSync = true // every Opus packet is a sync sample
-        }
+        let (payload, isSync) = try track.codec.prepare(sample, track: track.id)
         return PreparedSample(trackIndex: trackIndex, sequence: sample.sequence, pts: sample.pts, dts: sample.dts,
                               duration: sample.duration, isSync: isSync, payload: payload)
-    }
-
-    /// Annex B or length-prefixed in; 4-byte length-prefixed out, with SPS/PPS/AUD removed
-    /// (parameter sets live in `avcC`; one that differs from it is a configuration change,
-    /// which a single `avc1` entry cannot describe).
-    static func videoPayload(_ sample: MuxerSample, track: PreparedTrack) throws(MuxerError) -> ([UInt8], Bool) {
-        let data = sample.data
-        let ranges: [Range<Int>]
-        do { ranges = try H264NALUnits.nalUnitRanges(in: data) } catch {
-            throw MuxerError(.malformedSample, "track \(track.id) sequence \(sample.sequence): \(error)")
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(data.count + 4 * ranges.count)
-        var hasIDR = false
-        var sliceCount = 0
-        for r in ranges {
-            let type = data[r.lowerBound] & 0x1F
-            switch type {
-            case H264NALUnits.typeSPS, H264NALUnits.typePPS:
-                let expected = type == H264NALUnits.typeSPS ? track.sps : track.pps
-                guard let expected, data[r].elementsEqual(expected) else {
-                    throw MuxerError(.codecConfigurationChanged, "track \(track.id) sequence \(sample.sequence): in-band \(type == 7 ? "SPS" : "PPS") differs from the track's configuration")
-                }
-                continue
-            case H264NALUnits.typeAUD:
-                continue
-            case H264NALUnits.typeIDR:
-                hasIDR = true
-                sliceCount += 1
-            case 1:
-                sliceCount += 1
-            default:
-                break
-            }
-            let n = UInt32(r.count)
-            out.append(UInt8(n >> 24)); out.append(UInt8(truncatingIfNeeded: n >> 16))
-            out.append(UInt8(truncatingIfNeeded: n >> 8)); out.append(UInt8(truncatingIfNeeded: n))
-            out.append(contentsOf: data[r])
-        }
-        guard sliceCount > 0 else {
-            throw MuxerError(.malformedSample, "track \(track.id) sequence \(sample.sequence): no picture slice in the access unit")
-        }
-        // The bitstream is the authority on sync samples; a keyframe flag on a non-IDR is kept
-        // only if the caller says so (open-GOP recovery points), never dropped.
-        return (out, sample.isKeyframe || hasIDR)
     }
 }
 

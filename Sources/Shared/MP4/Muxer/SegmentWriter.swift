@@ -171,7 +171,7 @@ final class SegmentWriter {
             if samples.count > 1 { lastDeltas[t] = TimeScaling.difference(dts[samples.count - 1], dts[samples.count - 2]) }
             let last = samples[samples.count - 1]
             let guessed = last.duration > 0 ? TimeScaling.ticks(nanos: last.duration, timescale: ts)
-                : lastDeltas[t] ?? (tracks[t].isVideo ? 3000 : 960)
+                : lastDeltas[t] ?? type(of: tracks[t].codec).nominalSampleTicks
             durations[samples.count - 1] = UInt32(clamping: guessed)
             runs.append(.init(trackIndex: t, decodeTimes: dts, compositionOffsets: cts,
                               sizes: samples.map { UInt32($0.payload.count) }, sync: samples.map(\.isSync), durations: durations))

@@ -5,6 +5,10 @@ public struct TrackConfiguration: Sendable, Equatable {
         case h264(sps: [UInt8], pps: [UInt8])
         /// The OpusHead identification header (RFC 7845 §5.1).
         case opus(OpusHead)
+        /// A codec a caller can name but the muxer has no ``TrackCodec`` for (AAC, until one
+        /// is added): refused with ``MuxerError/Code/unsupportedCodec``, naming it, before any
+        /// file exists — instead of being written as one of the codecs above.
+        case unsupported(CodecName)
     }
 
     /// The MP4 track_ID, also the key samples are appended with. Unique, non-zero.
@@ -24,21 +28,13 @@ public struct TrackConfiguration: Sendable, Equatable {
         self.rotation = rotation
         self.creationTime = creationTime
     }
-
-    public var isVideo: Bool { if case .h264 = codec { true } else { false } }
-    /// Media timescale: 90 kHz for video, 48 kHz for Opus (mandated by the Opus mapping).
-    public var timescale: UInt32 { isVideo ? 90000 : 48000 }
 }
 
-/// A validated track with everything derived from its codec configuration.
+/// A validated track: its configuration and its codec's rules (``TrackCodec``), which every
+/// codec-specific decision of the muxer and the reader asks.
 struct PreparedTrack: Sendable {
     let configuration: TrackConfiguration
-    let sampleEntry: SampleEntry
-    let width: Int
-    let height: Int
-    let sps: [UInt8]?
-    let pps: [UInt8]?
-    let preSkip: Int
+    let codec: any TrackCodec
 
     init(_ config: TrackConfiguration) throws(MuxerError) {
         configuration = config
@@ -47,33 +43,19 @@ struct PreparedTrack: Sendable {
             throw MuxerError(.invalidConfiguration, "rotation \(config.rotation) of track \(config.id) is not 0, 90, 180 or 270")
         }
         guard config.label.utf8.count <= 255 else { throw MuxerError(.invalidConfiguration, "track label longer than 255 bytes") }
-        switch config.codec {
-        case let .h264(sps, pps):
-            let info: H264SequenceParameterSet
-            do { info = try H264SequenceParameterSet(nalUnit: sps) } catch {
-                throw MuxerError(.invalidConfiguration, "track \(config.id): cannot parse SPS: \(error)")
-            }
-            guard pps.first.map({ $0 & 0x1F }) == H264NALUnits.typePPS, sps.count <= 0xFFFF, pps.count <= 0xFFFF else {
-                throw MuxerError(.invalidConfiguration, "track \(config.id): PPS is not a PPS NAL unit")
-            }
-            width = info.width
-            height = info.height
-            self.sps = sps
-            self.pps = pps
-            preSkip = 0
-            let avcC = AVCConfigurationBox(sps: sps, pps: pps, info: info)
-            sampleEntry = .avc(AVCSampleEntry(width: info.width, height: info.height, configuration: avcC))
-        case let .opus(head):
-            width = 0
-            height = 0
-            sps = nil
-            pps = nil
-            preSkip = Int(head.preSkip)
-            sampleEntry = .opus(OpusSampleEntry(specific: OpusSpecificBox(head: head)))
-        }
+        codec = try config.codec.rules(track: config.id)
     }
 
     var id: UInt32 { configuration.id }
-    var isVideo: Bool { configuration.isVideo }
-    var timescale: UInt32 { configuration.timescale }
+    var kind: MediaKind { type(of: codec).kind }
+    /// Pictures, as opposed to sound: only where that is what matters (the primary track a
+    /// recording is cut at is a picture track), never to tell codecs apart.
+    var isVideo: Bool { kind == .video }
+    var timescale: UInt32 { type(of: codec).timescale }
+    var syncSamples: SyncSampleRule { type(of: codec).syncSamples }
+    var sampleEntry: SampleEntry { codec.sampleEntry }
+    var width: Int { codec.width }
+    var height: Int { codec.height }
+    /// The Opus pre-skip, or another codec's priming; what the edit list skips.
+    var preSkip: Int { codec.primingTicks }
 }

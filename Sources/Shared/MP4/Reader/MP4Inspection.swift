@@ -70,11 +70,13 @@ public struct MP4Inspection: Sendable {
         let timescale = trak.media.header.timescale
         var codec = "unknown"
         var kind = trak.media.handler.handlerType.description
-        switch stbl.description.entries.first {
-        case .avc?: codec = "h264"; kind = "video"
-        case .opus?: codec = "opus"; kind = "audio"
-        case let .other(type)?: codec = type.description
-        case nil: break
+        if let entry = stbl.description.entries.first {
+            if let known = TrackCodecs.writing(entry) {
+                codec = known.name.rawValue
+                kind = known.kind.rawValue
+            } else if case let .other(type) = entry {
+                codec = type.description
+            }
         }
         let m = trak.header.matrix.values
         let rotation = m[1] == 0x10000 && m[3] == -0x10000 ? 90 : m[0] == -0x10000 && m[4] == -0x10000 ? 180 : m[1] == -0x10000 && m[3] == 0x10000 ? 270 : 0

@@ -1,0 +1,92 @@
+/// H.264 in MP4 (ISO/IEC 14496-15 §5): an `avc1` entry carrying `avcC` built from one SPS and
+/// one PPS, samples as 4-byte length-prefixed access units without parameter sets or access
+/// unit delimiters, IDR pictures (or samples flagged as keyframes) as sync samples listed in
+/// `stss`. No priming and no roll group: a decoder starts at any sync sample.
+struct H264Codec: TrackCodec {
+    static let name = CodecName.h264
+    static let kind = MediaKind.video
+    static let sampleEntryType = AVCSampleEntry.boxType
+    /// 90 kHz, the MPEG clock: every common frame rate is a whole number of ticks.
+    static let timescale: UInt32 = 90000
+    static let syncSamples = SyncSampleRule.marked
+    static let nominalSampleTicks: Int64 = 3000
+
+    /// Raw SPS and PPS NAL units (no start code, no length prefix).
+    let sps: [UInt8]
+    let pps: [UInt8]
+    let sampleEntry: SampleEntry
+    let width: Int
+    let height: Int
+    var primingTicks: Int { 0 }
+
+    init(sps: [UInt8], pps: [UInt8], track id: UInt32) throws(MuxerError) {
+        let info: H264SequenceParameterSet
+        do { info = try H264SequenceParameterSet(nalUnit: sps) } catch {
+            throw MuxerError(.invalidConfiguration, "track \(id): cannot parse SPS: \(error)")
+        }
+        guard pps.first.map({ $0 & 0x1F }) == H264NALUnits.typePPS, sps.count <= 0xFFFF, pps.count <= 0xFFFF else {
+            throw MuxerError(.invalidConfiguration, "track \(id): PPS is not a PPS NAL unit")
+        }
+        self.sps = sps
+        self.pps = pps
+        width = info.width
+        height = info.height
+        let avcC = AVCConfigurationBox(sps: sps, pps: pps, info: info)
+        sampleEntry = .avc(AVCSampleEntry(width: info.width, height: info.height, configuration: avcC))
+    }
+
+    static func configuration(from entry: SampleEntry) throws(MuxerError) -> TrackConfiguration.Codec? {
+        guard case let .avc(avc1) = entry else { return nil }
+        guard let sps = avc1.configuration.sequenceParameterSets.first, let pps = avc1.configuration.pictureParameterSets.first else {
+            throw MuxerError(.notOurFile, "avcC without parameter sets")
+        }
+        return .h264(sps: sps, pps: pps)
+    }
+
+    /// Annex B or length-prefixed in; 4-byte length-prefixed out, with SPS/PPS/AUD removed
+    /// (parameter sets live in `avcC`; one that differs from it is a configuration change,
+    /// which a single `avc1` entry cannot describe).
+    func prepare(_ sample: MuxerSample, track id: UInt32) throws(MuxerError) -> (payload: [UInt8], isSync: Bool) {
+        let data = sample.data
+        let ranges: [Range<Int>]
+        do { ranges = try H264NALUnits.nalUnitRanges(in: data) } catch {
+            throw MuxerError(.malformedSample, "track \(id) sequence \(sample.sequence): \(error)")
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(data.count + 4 * ranges.count)
+        var hasIDR = false
+        var sliceCount = 0
+        for r in ranges {
+            let type = data[r.lowerBound] & 0x1F
+            switch type {
+            case H264NALUnits.typeSPS, H264NALUnits.typePPS:
+                let expected = type == H264NALUnits.typeSPS ? sps : pps
+                guard data[r].elementsEqual(expected) else {
+                    throw MuxerError(.codecConfigurationChanged, "track \(id) sequence \(sample.sequence): in-band \(type == 7 ? "SPS" : "PPS") differs from the track's configuration")
+                }
+                continue
+            case H264NALUnits.typeAUD:
+                continue
+            case H264NALUnits.typeIDR:
+                hasIDR = true
+                sliceCount += 1
+            case 1:
+                sliceCount += 1
+            default:
+                break
+            }
+            let n = UInt32(r.count)
+            out.append(UInt8(n >> 24)); out.append(UInt8(truncatingIfNeeded: n >> 16))
+            out.append(UInt8(truncatingIfNeeded: n >> 8)); out.append(UInt8(truncatingIfNeeded: n))
+            out.append(contentsOf: data[r])
+        }
+        guard sliceCount > 0 else {
+            throw MuxerError(.malformedSample, "track \(id) sequence \(sample.sequence): no picture slice in the access unit")
+        }
+        // The bitstream is the authority on sync samples; a keyframe flag on a non-IDR is kept
+        // only if the caller says so (open-GOP recovery points), never dropped.
+        return (out, sample.isKeyframe || hasIDR)
+    }
+
+    func rollGroup(for table: TrackTable) -> (description: RollGroupDescriptionBox, mapping: SampleToGroupBox)? { nil }
+}
