@@ -42,6 +42,8 @@ enum JSONOutput {
 
     /// The file tools' reports, built as JSON objects.
     static func pretty(jsonObject object: Any) -> String {
+        // The reports hold only strings, integers, finite doubles, arrays and dictionaries,
+        // which JSONSerialization always encodes.
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }

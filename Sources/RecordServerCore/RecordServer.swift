@@ -177,6 +177,7 @@ struct Housekeeping: Service {
                 if ticks % 5 == 0 { _ = cmalloc_trim() }
                 ticks += 1
                 // Once a second: resume windows are a minute, and every tick wakes threads.
+                // A cancelled sleep ends the loop at its condition; there is nothing to report.
                 try? await registry.clock.sleep(for: .seconds(1))
             }
         } onGracefulShutdown: {

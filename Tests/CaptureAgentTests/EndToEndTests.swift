@@ -126,6 +126,7 @@ extension EndToEndTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(idle.count == 1, "record-server did not start listening")
+        // A server that exited has no /proc entry: 0 descriptors, which the expectation below reports.
         func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.pid)/fd").count) ?? 0 }
         while idle.count < limit + 20 {
             idle.append(try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get())

@@ -74,6 +74,7 @@ struct TinyFilesystem {
 
     static let canMount: Bool = {
         let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(getpid())").path
+        // A probe: any failure here means "cannot mount", and the suite says so instead of running.
         try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: probe) }
         guard (try? runTool("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe]))?.status == 0 else { return false }
@@ -93,5 +94,6 @@ struct TinyFilesystem {
         guard r.status == 0 else { throw TestAgentError("remount failed: \(r.stderr)") }
     }
 
+    /// Cleanup only (a lazy unmount): a tmpfs left mounted holds nothing a later test reads.
     func unmount() { _ = try? runTool("umount", ["-l", path]) }
 }

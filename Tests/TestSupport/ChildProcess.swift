@@ -36,7 +36,7 @@ public final class ChildProcess: @unchecked Sendable {
     public var terminationStatus: Int32 { process.terminationStatus }
     public var terminationReason: Process.TerminationReason { process.terminationReason }
 
-    /// What it logged so far ("" without a log).
+    /// What it logged so far ("" without a log, or before the file exists: nothing logged yet).
     public var log: String { logPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? "" }
 
     /// Sends `signal` and waits for the process to end.
@@ -57,6 +57,7 @@ public final class ChildProcess: @unchecked Sendable {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         let deadline = ContinuousClock.now + grace
+        // A cancelled sleep only ends the wait early; SIGKILL follows either way.
         while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(100)) }
         signalAndWait(SIGKILL)
     }

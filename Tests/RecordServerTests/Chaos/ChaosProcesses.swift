@@ -28,7 +28,7 @@ final class AgentProcess: @unchecked Sendable {
     var isRunning: Bool { process.isRunning }
 
     /// The log so far.
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    var log: String { process.log }
 
     /// SIGTERM, then SIGKILL if it has not exited within 30 s.
     func stop() async { await process.stop() }

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
+import TestSupport
 
 /// A hostile peer: bytes in, bytes out, over TLS (NIOSSL, a certificate from the test CA) or
 /// plain TCP. No protocol code of ours below it: it writes what `Wire` builds and splits what
@@ -227,7 +228,7 @@ enum PlainSocket {
     static func connect(port: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestAgentError("socket(): errno \(errno)") }
-        let ok = ServerProcess.connectLoopback(fd, port: port)
+        let ok = LoopbackPort.connect(fd, port: port)
         guard ok else {
             let e = errno
             Glibc.close(fd)

@@ -56,7 +56,7 @@ final class ServerProcess: @unchecked Sendable {
     /// Waits until the listener accepts connections (bounded: 30 s).
     func waitUntilListening() async throws {
         for _ in 0..<300 {
-            if Self.canConnect(port: port) { return }
+            if LoopbackPort.accepts(port) { return }
             guard process?.isRunning == true else { throw TestAgentError("record-server exited: \(log)") }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -80,8 +80,4 @@ final class ServerProcess: @unchecked Sendable {
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    static func canConnect(port: Int) -> Bool { LoopbackPort.accepts(port) }
-
-    /// connect(2) of the TCP socket `fd` to 127.0.0.1:`port`.
-    static func connectLoopback(_ fd: Int32, port: Int) -> Bool { LoopbackPort.connect(fd, port: port) }
 }
