@@ -213,4 +213,50 @@ struct CatalogRetryTests {
         #expect(row.status == .failed)
         #expect(row.error?.contains(file) == true, "the row names the file: \(row.error ?? "no error")")
     }
+
+    /// Issue 13's chaos run, seed 8850: a session failed on a full disk before its first
+    /// fragment became durable and could not delete its empty file's row (the same full disk);
+    /// the server was killed before the retry. The file went first, so the restart found a row
+    /// whose file was missing — which it cannot tell from a file lost with its media — and
+    /// called the session failed with a row for a file that is not there. Now the row goes
+    /// first: the file stays until its row is gone, and the restart removes both.
+    @Test(.enabled(if: TinyFilesystem.canMount, "needs permission to mount a tmpfs"))
+    func anEmptyFileGoesOnlyAfterItsRowEvenWhenTheServerDiesInBetween() async throws {
+        let temporary = try TemporaryDirectory(prefix: "catalog-retry")
+        let directory = temporary.path + "/data"
+        let mount = try TinyFilesystem(path: directory, kilobytes: 1024)
+        defer { mount.unmount() }
+        let catalog = FlakyCatalog(try Catalog(path: temporary.path + "/catalog.sqlite"))
+        let content = try SessionContent.make(sessionID: "s-empty", seconds: 3)
+        let ballast = directory + "/ballast"
+        do {
+            // As in that run: opened, suspended by a restart and resumed, so its file has a row.
+            let first = registry(catalog, directory: directory, metrics: ServerMetrics())
+            _ = try await first.openSession(content.open, agentID: "agent-1", connection: 1)
+            await first.shutdown()
+            let second = registry(catalog, directory: directory, metrics: ServerMetrics())
+            await second.loadUnfinishedSessions()
+            guard case .resumed(let session, _) = try await second.resumeSession(SessionID("s-empty"), agentID: "agent-1", connection: 2) else {
+                Issue.record("the suspended session must resume")
+                return
+            }
+            #expect(try catalog.real.recordings(sessionID: "s-empty").map(\.status) == [.recording])
+            #expect(TinyFilesystem.fill(ballast) > 0)
+            catalog.failing = .allWrites
+            _ = await session.append(content.samples[...])
+            #expect(await session.isFinished, "the first fragment's write failed: the session ended")
+            let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/s-empty").filter { $0.hasSuffix(".mp4") }
+            #expect(files == ["recording.mp4"], "its row could not be deleted, so the empty file stays")
+        }  // the server dies here: no shutdown, no catalog retry
+        try FileManager.default.removeItem(atPath: ballast)
+        catalog.failing = .none
+
+        let restarted = registry(catalog, directory: directory, metrics: ServerMetrics())
+        await restarted.loadUnfinishedSessions()
+        await restarted.sweep(now: .now + .seconds(3600))  // the agent never came back
+        #expect(try catalog.real.recordings(sessionID: "s-empty").isEmpty, "no row for a file that is not there")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/s-empty").filter { $0.hasSuffix(".mp4") }.isEmpty)
+        let row = try #require(try catalog.real.session(id: "s-empty"))
+        #expect(row.status == .failed && row.error == "no fragment was ever durable: nothing was recorded", "\(row)")
+    }
 }

@@ -94,6 +94,20 @@ struct TinyFilesystem {
         guard r.status == 0 else { throw TestAgentError("remount failed: \(r.stderr)") }
     }
 
+    /// Writes `ballast` until the filesystem it is on is full; returns how many bytes it took.
+    static func fill(_ ballast: String) -> Int {
+        let fd = open(ballast, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        defer { close(fd) }
+        let chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var total = 0
+        while true {
+            let n = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            total += n
+        }
+        return total
+    }
+
     /// Cleanup only (a lazy unmount): a tmpfs left mounted holds nothing a later test reads.
     func unmount() { _ = try? runTool("umount", ["-l", path]) }
 }

@@ -104,11 +104,13 @@ extension RecordingSession {
             return
         }
         let all = filesOnDisk
-        // A file that is gone (removed because it never held a durable fragment) has no row.
+        // A file that never held a durable fragment goes with its row; one that is gone
+        // (a cancel's discarded file) has no row.
+        for empty in all where emptySegments.contains(empty.index) { removeEmptyRecording(empty) }
         for gone in all where !FileManager.default.fileExists(atPath: gone.path) {
             catalogWrite("delete recording \(gone.id)") { try catalog.deleteRecording(id: gone.id) }
         }
-        let files = all.filter { FileManager.default.fileExists(atPath: $0.path) }
+        let files = all.filter { !emptySegments.contains($0.index) && FileManager.default.fileExists(atPath: $0.path) }
         for file in files {
             // A segment that closed while the session went on is complete whatever happened later.
             let last = file.index == files.last?.index

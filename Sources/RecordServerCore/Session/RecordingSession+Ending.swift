@@ -34,6 +34,14 @@ extension RecordingSession {
     /// directory (with the sidecar) and its catalog rows.
     func discardEmpty(reason: String) {
         guard !isFinished else { return }
+        // A last check before deleting a directory: a session that only looks empty (its
+        // ack point lost by a resume) must not take media with it. Kept, and finalized.
+        if let held = filesOnDisk.first(where: { Self.holdsMedia($0.path) }) {
+            logger.error("a session that received no sample has media in its files; finalized, not discarded",
+                         metadata: ["file": "\(held.path)", "reason": "\(reason)"])
+            if muxer != nil { finalize(as: .failed, reason: reason) } else { recoverFiles() }
+            return
+        }
         muxer?.cancel()
         do { try FileManager.default.removeItem(atPath: directory) } catch {
             logger.warning("could not remove the empty session's directory", metadata: ["directory": "\(directory)", "error": "\(error)"])
@@ -131,8 +139,8 @@ extension RecordingSession {
                 recordSegmentFile(file.index, path: file.path, status: fileStatus, size: Int64(report.fileSize), error: last ? reason : nil)
             } catch where error.code == .noCompleteFragment {
                 // Nothing of it ever became durable: no media, nothing acknowledged. It goes.
-                RandomAccessFile.remove(file.path)
-                catalogWrite("delete empty recording \(file.id)") { try catalog.deleteRecording(id: file.id) }
+                emptySegments.insert(file.index)
+                removeEmptyRecording(file)
             } catch {
                 recordSegmentFile(file.index, path: file.path, status: fileStatus, size: nil,
                                   error: reason + " (file left fragmented; run recordctl recover)")
@@ -215,8 +223,8 @@ extension RecordingSession {
                 result.files.append(.recovered(recording))
             } catch where error.code == .noCompleteFragment {
                 // Not one fragment became durable (the server died within the first second):
-                // the file holds no media and nothing of it was acknowledged. It goes.
-                RandomAccessFile.remove(recording.path)
+                // the file holds no media and nothing of it was acknowledged. It goes, after
+                // its row (writeRows).
                 result.files.append(.removedEmpty(recording))
             } catch {
                 recording.status = .failed
@@ -235,11 +243,32 @@ extension RecordingSession {
             case .recovered(let row), .failed(let row):
                 catalogWrite("recording \(row.id)") { try catalog.upsertRecording(row) }
             case .removedEmpty(let row):
-                catalogWrite("delete empty recording \(row.id)") { try catalog.deleteRecording(id: row.id) }
+                removeEmptyRecording(SessionFile(index: row.segmentIndex, path: row.path, id: row.id))
             }
         }
         endReason = result.reason
         catalogWrite("session status") { try catalog.updateSession(id: id.value, status: result.status, endedAt: Date(), error: result.reason) }
         if !CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value) { owesCatalog = true }
+    }
+
+    /// Removes a file that never held a durable fragment: its row first, then the file. A
+    /// server stopped in between (or a row that cannot be deleted now: a full disk) leaves
+    /// the file, which the next recovery finds still empty and removes the same way. The
+    /// other order left a row whose file was gone, which a restart could not tell from a
+    /// file lost with its media, and called the session failed.
+    func removeEmptyRecording(_ file: SessionFile) {
+        var deleted = false
+        catalogWrite("delete empty recording \(file.id)") {
+            try catalog.deleteRecording(id: file.id)
+            deleted = true
+        }
+        if deleted { RandomAccessFile.remove(file.path) }
+    }
+
+    /// Whether the file at `path` holds a durable fragment (or is a finished MP4).
+    static func holdsMedia(_ path: String) -> Bool {
+        // A file that cannot be read holds nothing a finalize could keep either.
+        guard RandomAccessFile.exists(path), let scan = try? MP4FileScanner.scan(path: path) else { return false }
+        return !scan.fragments.isEmpty || scan.isProgressive
     }
 }

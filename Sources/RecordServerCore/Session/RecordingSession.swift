@@ -65,6 +65,9 @@ actor RecordingSession {
     private(set) var highestReceived: UInt64
     private var endedTracks: Set<UInt8> = []
     var recordedSegments: Set<Int> = []
+    /// Files found without one durable fragment when the session failed: each goes once its
+    /// row is gone (``removeEmptyRecording(_:)``); until then a catalog repair deletes them.
+    var emptySegments: Set<Int> = []
     /// The first sample the muxer refused (protocol.md §6.12): the ack point never passes it,
     /// and the session ends with every sample before it.
     private var refusedSequence: UInt64?

@@ -276,8 +276,19 @@ public actor SessionRegistry {
         }
         for record in stale {
             for var recording in recordingsInCatalog(session: record.id) where recording.status == .recording {
-                if (try? MP4Recovery.recover(path: recording.path)) == nil, FileManager.default.fileExists(atPath: recording.path) {
-                    recording.error = "left fragmented: run recordctl recover \(recording.path)"
+                do {
+                    _ = try MP4Recovery.recover(path: recording.path)
+                } catch where error.code == .noCompleteFragment {
+                    // It never held a durable fragment (the session failed on a full disk and
+                    // could not delete its row): the row goes, then the file.
+                    if CatalogWrites.attempt("empty recording \(recording.id)", logger: logger, metrics: metrics, {
+                        try catalog.deleteRecording(id: recording.id)
+                    }) { RandomAccessFile.remove(recording.path) }
+                    continue
+                } catch {
+                    if FileManager.default.fileExists(atPath: recording.path) {
+                        recording.error = "left fragmented: run recordctl recover \(recording.path)"
+                    }
                 }
                 recording.status = record.status
                 recording.finishedAt = record.endedAt ?? Date()

@@ -31,6 +31,7 @@ struct OperatorChaosTests {
         } catch {
             await run.abandon()
             Issue.record("seed \(seed): \(error)\nsteps:\n\(run.journal.joined(separator: "\n"))")
+            run.printLogLines(aboutSessionsNamedIn: ["\(error)"])
             return
         }
         let report = try run.checkInvariants()
@@ -38,16 +39,7 @@ struct OperatorChaosTests {
         for problem in report.problems {
             Issue.record("seed \(seed): \(problem)\nsteps:\n\(run.journal.joined(separator: "\n"))")
         }
-        // What the server and the agents logged about the sessions with problems, for the diagnosis.
-        let sessionID = try NSRegularExpression(pattern: "cam-[ab]-[0-9]{8}T[0-9]{6}Z-[0-9a-f]+")
-        let named = Set(report.problems.flatMap { problem in
-            sessionID.matches(in: problem, range: NSRange(problem.startIndex..., in: problem)).compactMap { Range($0.range, in: problem).map { String(problem[$0]) } }
-        })
-        for id in named.sorted() {
-            let lines = (run.server.log + run.agentLogs.map(\.log).joined()).split(whereSeparator: \.isNewline)
-                .filter { $0.contains(id) && !$0.contains("acknowledged through") }
-            print("operator chaos: log lines about \(id):\n" + lines.suffix(60).joined(separator: "\n"))
-        }
+        run.printLogLines(aboutSessionsNamedIn: report.problems)
         #expect(report.sessionsChecked > 0 && report.framesChecked > 0, "the run recorded something")
     }
 }
@@ -94,6 +86,20 @@ final class ChaosRun: @unchecked Sendable {
     }
 
     private func note(_ text: String) { journal.append(text) }
+
+    /// Prints what the server and the agents logged about the sessions these texts name, for
+    /// the diagnosis of a failed run (the journal says what was done, the logs what followed).
+    func printLogLines(aboutSessionsNamedIn texts: [String]) {
+        let sessionID = try! NSRegularExpression(pattern: "cam-[ab]-[0-9]{8}T[0-9]{6}Z-[0-9a-f]+")
+        let named = Set(texts.flatMap { text in
+            sessionID.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { Range($0.range, in: text).map { String(text[$0]) } }
+        })
+        let lines = (server.log + agents.map(\.log).joined()).split(whereSeparator: \.isNewline)
+        for id in named.sorted() {
+            let about = lines.filter { $0.contains(id) && !$0.contains("acknowledged through") }
+            print("operator chaos: log lines about \(id):\n" + about.suffix(60).joined(separator: "\n"))
+        }
+    }
 
     // MARK: Steps
 
@@ -217,7 +223,7 @@ final class ChaosRun: @unchecked Sendable {
             return String(format: "%.1f s", s)
 
         case .fullDisk:
-            let filled = try fillDisk()
+            let filled = TinyFilesystem.fill(ballast)
             try await Task.sleep(for: .milliseconds(Int(seconds(0.5 ... 2) * 1000)))
             try FileManager.default.removeItem(atPath: ballast)
             return "\(filled / 1024) KiB of ballast, then freed"
@@ -255,19 +261,6 @@ final class ChaosRun: @unchecked Sendable {
     private var ballast: String { fixture.configuration.dataDirectory + "/ballast.bin" }
 
     /// Writes zeros into the data directory's filesystem until it is full; returns the bytes.
-    private func fillDisk() throws -> Int {
-        let fd = open(ballast, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        defer { close(fd) }
-        let chunk = [UInt8](repeating: 0, count: 1 << 20)
-        var total = 0
-        while true {
-            let n = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            total += n
-        }
-        return total
-    }
-
     // MARK: End
 
     /// Back to normal, every session stopped and finished, then everything shut down.

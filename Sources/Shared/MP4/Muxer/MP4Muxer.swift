@@ -102,11 +102,27 @@ public final class MP4Muxer {
             if try !MP4Recovery.recover(path: path).alreadyFinalized { recovered.append(path) }
             muxer.allPaths.append(path)
         }
-        let (writer, state) = try SegmentWriter.reopen(index: last, tracks: muxer.tracks, configuration: configuration)
-        muxer.current = writer
-        muxer.allPaths.append(writer.path)
+        let (writer, reopened) = try SegmentWriter.reopen(index: last, tracks: muxer.tracks, configuration: configuration)
+        var state = reopened
         muxer.sessionOrigin = writer.info?.sessionOriginNanos
         muxer.timeReference = writer.decodeOrigin
+        if !writer.hasFragments, last > 0 {
+            // The newest file was opened at a split and the server stopped before its first
+            // fragment: it knows nothing of the session. The file before it does — its ack
+            // point, the samples it holds past that point, the tracks' last decode times and
+            // the session's time zero — and the newest file goes on from there. (Read as if
+            // the newest file were empty, the ack point fell to 0: the agent's resent samples
+            // then looked like a gap, and the session ended.)
+            let (earlier, info) = try SegmentWriter.finishedState(path: configuration.path(forSegment: last - 1), tracks: muxer.tracks)
+            state.sequences = earlier.sequences.filter { $0 > earlier.durableThrough }
+            state.durableThrough = earlier.durableThrough
+            state.lastDTS = earlier.lastDTS
+            muxer.sessionOrigin = info.sessionOriginNanos
+            muxer.timeReference = info.decodeOriginNanos
+            writer.sessionOrigin = info.sessionOriginNanos
+        }
+        muxer.current = writer
+        muxer.allPaths.append(writer.path)
         muxer.lastDTS = state.lastDTS
         muxer.ledger = SequenceLedger(resumingAt: state.durableThrough, alreadyHeld: state.sequences)
         muxer.status = .running

@@ -8,7 +8,9 @@ final class SegmentWriter {
     private let file: RandomAccessFile
     private let tracks: [PreparedTrack]
     private let configuration: MuxerConfiguration
-    private let sessionOrigin: Int64?
+    /// The session's time zero, for this file's `mcrs`; set by a resume whose newest file
+    /// never got its first fragment (``MP4Muxer/resume(configuration:)``).
+    var sessionOrigin: Int64?
 
     /// Samples in durable fragments, per track. No per-sample table is kept while recording:
     /// finalize reads the tables back from the fragments on disk (as recovery does), so the
@@ -89,13 +91,13 @@ final class SegmentWriter {
         writer.info = info
         writer.nextFragmentSequence = rebuilt.lastFragmentSequence + 1
         writer.fileSize = scan.endOfStructure
+        state.lastDTS = lastDecodeTimes(rebuilt.tables, tracks: tracks, info: info)
         for (t, table) in rebuilt.tables.enumerated() where table.sampleCount > 0 {
             let ts = tracks[t].timescale
             // Saturating: the origin and the tables come from the file, which may be damaged.
             if table.sampleCount > 1 {
                 writer.lastDelta[t] = TimeScaling.difference(table.decodeTimes[table.sampleCount - 1], table.decodeTimes[table.sampleCount - 2])
             }
-            state.lastDTS[t] = TimeScaling.sum(info.decodeOriginNanos, TimeScaling.nanos(ticks: table.decodeTimes[table.sampleCount - 1], timescale: ts))
             let first = TimeScaling.sum(info.decodeOriginNanos, TimeScaling.nanos(ticks: table.decodeTimes[0], timescale: ts))
             writer.firstDTS = min(writer.firstDTS ?? first, first)
             writer.lastDTS = max(writer.lastDTS ?? state.lastDTS[t]!, state.lastDTS[t]!)
@@ -106,6 +108,15 @@ final class SegmentWriter {
         state.durableThrough = rebuilt.durableThrough
         state.bytesDiscarded = scan.fileSize - scan.endOfStructure
         return (writer, state)
+    }
+
+    /// Each track's last decode time on the source clock (nil for a track without samples).
+    /// Saturating: the origin and the tables come from the file, which may be damaged.
+    static func lastDecodeTimes(_ tables: [TrackTable], tracks: [PreparedTrack], info: RecordingInfoBox) -> [Int64?] {
+        zip(tables, tracks).map { table, track in
+            table.sampleCount == 0 ? nil
+                : TimeScaling.sum(info.decodeOriginNanos, TimeScaling.nanos(ticks: table.decodeTimes[table.sampleCount - 1], timescale: track.timescale))
+        }
     }
 
     private init(file: RandomAccessFile, index: Int, path: String, tracks: [PreparedTrack], configuration: MuxerConfiguration) {

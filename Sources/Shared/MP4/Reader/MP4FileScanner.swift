@@ -45,10 +45,12 @@ public struct MP4FileScanner {
         return try scan(file: file, progress: progress)
     }
 
-    static func scan(file: RandomAccessFile, progress: ((UInt64, UInt64) -> Void)?) throws(MuxerError) -> Result {
-        let size = try file.size()
+    /// `region` scans only those bytes, as if they were a file of their own: the fragments a
+    /// finalized file of ours keeps inside its `mdat` (``SegmentWriter/finishedState(path:tracks:)``).
+    static func scan(file: RandomAccessFile, progress: ((UInt64, UInt64) -> Void)?, region: Range<UInt64>? = nil) throws(MuxerError) -> Result {
+        let size = if let region { region.upperBound } else { try file.size() }
         var result = Result(fileSize: size)
-        var offset: UInt64 = 0
+        var offset: UInt64 = region?.lowerBound ?? 0
         var pendingMoof: (offset: UInt64, box: MovieFragmentBox)?
         // Other muxers leave fields out of their runs that the movie's trex boxes give.
         var trackDefaults: [UInt32: TrackExtendsBox] = [:]
