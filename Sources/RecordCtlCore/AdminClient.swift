@@ -71,19 +71,7 @@ final class AdminClient: Sendable {
     /// Sends a request; maps transport and HTTP errors to `CLIFailure` with the right exit code.
     /// Returns only 2xx responses.
     private func perform(_ method: HTTPMethod, _ path: String, query: [(String, String)], body: Data?) throws -> Response {
-        var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
-        components.path = (components.path == "/" ? "" : components.path) + path
-        if !query.isEmpty {
-            components.percentEncodedQuery = query.map { key, value in
-                "\(Self.encode(key))=\(Self.encode(value))"
-            }.joined(separator: "&")
-        }
-        // The request refuses only a URL without a host or with another scheme, which
-        // `resolvedServer` has ruled out; the message below covers it all the same.
-        guard let url = components.url, var request = try? HTTPClient.Request(url: url, method: method) else {
-            throw CLIFailure(.usage, "cannot build a URL for \(path)")
-        }
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        var request = try self.request(method, path, query: query)
         if let body {
             request.body = .bytes(body)
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -98,18 +86,81 @@ final class AdminClient: Sendable {
         let response = Response(status: Int(answer.status.code), body: answer.body.map { Data($0.readableBytesView) } ?? Data(),
                                 server: baseURL.absoluteString, request: "\(method.rawValue) \(path)")
         if (200..<300).contains(response.status) { return response }
+        throw failure(status: response.status, body: response.body)
+    }
+
+    /// A request to `path` under the base URL, with the token.
+    private func request(_ method: HTTPMethod, _ path: String, query: [(String, String)] = []) throws -> HTTPClient.Request {
+        var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
+        components.path = (components.path == "/" ? "" : components.path) + path
+        if !query.isEmpty {
+            components.percentEncodedQuery = query.map { key, value in
+                "\(Self.encode(key))=\(Self.encode(value))"
+            }.joined(separator: "&")
+        }
+        // The request refuses only a URL without a host or with another scheme, which
+        // `resolvedServer` has ruled out; the message below covers it all the same.
+        guard let url = components.url, var request = try? HTTPClient.Request(url: url, method: method) else {
+            throw CLIFailure(.usage, "cannot build a URL for \(path)")
+        }
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        return request
+    }
+
+    /// A GET streamed into the file `output`: written to `<output>.part` and renamed once
+    /// every byte the server announced has arrived, so a broken download never sits under
+    /// the final name. Returns the byte count.
+    func download(_ path: String, to output: String) throws -> Int {
+        let request = try self.request(.GET, path)
+        let partial = output + ".part"
+        let delegate: FileDownloadDelegate
+        do { delegate = try FileDownloadDelegate(path: partial) } catch {
+            throw CLIFailure(.failed, "cannot write \(partial): \(error)")
+        }
+        let progress: FileDownloadDelegate.Progress
+        do {
+            // No overall deadline: a large file takes what it takes; --timeout bounds each read.
+            progress = try http.execute(request: request, delegate: delegate).wait()
+        } catch {
+            Self.discard(partial)
+            let failure = AdminTransportFailure(error, timeout: timeout)
+            throw CLIFailure(.unreachable, "cannot download from record-server at \(baseURL.absoluteString): \(failure.explanation)")
+        }
+        let status = Int(progress.head.status.code)
+        guard status == 200 else {
+            // An error's JSON body went into the file; it is read back for the message.
+            let body = FileManager.default.contents(atPath: partial) ?? Data()
+            Self.discard(partial)
+            throw failure(status: status, body: body)
+        }
+        if let total = progress.totalBytes, total != progress.receivedBytes {
+            Self.discard(partial)
+            throw CLIFailure(.failed, "the download ended after \(progress.receivedBytes) of \(total) bytes; nothing was saved")
+        }
+        guard rename(partial, output) == 0 else {
+            Self.discard(partial)
+            throw CLIFailure(.failed, "cannot move the download to \(output): errno \(errno)")
+        }
+        return progress.receivedBytes
+    }
+
+    /// Removes a partial download (there is none when the file could not even be created).
+    private static func discard(_ path: String) { _ = unlink(path) }
+
+    /// An answer other than 2xx, in recordctl's words, with its exit code.
+    private func failure(status: Int, body: Data) -> CLIFailure {
         // A body that is not the API's error (a proxy's page) leaves the status to speak.
-        let serverMessage = (try? AdminJSON.decoder().decode(ErrorResponse.self, from: response.body))?.error.message
-        switch response.status {
+        let serverMessage = (try? AdminJSON.decoder().decode(ErrorResponse.self, from: body))?.error.message
+        switch status {
         case 401:
             let why = token == nil
                 ? "no admin token given (use --token-file, $RECORDCTL_TOKEN or $RECORDCTL_TOKEN_FILE)"
                 : "check --token-file / $RECORDCTL_TOKEN"
-            throw CLIFailure(.unreachable, "the admin token was refused by record-server at \(baseURL.absoluteString) (\(why))")
+            return CLIFailure(.unreachable, "the admin token was refused by record-server at \(baseURL.absoluteString) (\(why))")
         case 400:
-            throw CLIFailure(.usage, serverMessage ?? "the server refused the request (HTTP 400)")
+            return CLIFailure(.usage, serverMessage ?? "the server refused the request (HTTP 400)")
         default:
-            throw CLIFailure(.failed, serverMessage ?? "the server answered HTTP \(response.status)")
+            return CLIFailure(.failed, serverMessage ?? "the server answered HTTP \(status)")
         }
     }
 

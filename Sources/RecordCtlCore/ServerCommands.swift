@@ -242,6 +242,34 @@ struct DeleteCommand: ParsableCommand {
     }
 }
 
+/// `recordctl download ID [--output FILE] [--force]`
+struct DownloadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download",
+        abstract: "Download a finished recording's file from the server (byte for byte, over the admin API).")
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The recording id (<session id>-<segment index>).") var id: String
+    @Option(name: [.short, .long], help: ArgumentHelp("Where to save it (default: ./<id>.mp4).", valueName: "file")) var output: String?
+    @Flag(help: "Replace the file if it exists.") var force = false
+    @Flag(help: "Print JSON instead of text.") var json = false
+
+    func run() throws {
+        let target = output ?? "./\(id).mp4"
+        if !force, FileManager.default.fileExists(atPath: target) {
+            throw CLIFailure(.usage, "\(target) exists; choose another --output or add --force")
+        }
+        let bytes = try connection.client().download("/v1/recordings/" + AdminClient.segment(id) + "/file", to: target)
+        print(json ? JSONOutput.pretty(Downloaded(id: id, path: target, bytes: bytes))
+                   : "downloaded recording \(id) (\(Cell.bytes(Int64(bytes)))) to \(target)")
+    }
+
+    struct Downloaded: Encodable {
+        var id: String
+        var path: String
+        var bytes: Int
+    }
+}
+
 /// `recordctl start --agent ID [--label k=v]...`
 struct StartCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -121,6 +121,23 @@ struct RemoteControlTests {
         #expect(verifyGood.stdout.contains("OK"))
         try InspectAgreesWithFFprobe.check(file)
 
+        // download (issue 17): the finished file over the admin API, byte for byte; an
+        // existing file is not overwritten without --force.
+        let downloads = try TemporaryDirectory(prefix: "download")
+        let copy = downloads.path + "/copy.mp4"
+        let download = try recordctl(["download", recordingID, "--output", copy], environment: env)
+        #expect(download.status == 0, "\(download.output)")
+        #expect(download.stdout.contains("downloaded recording \(recordingID)"), "\(download.stdout)")
+        #expect(try tool("cmp", [file, copy]).status == 0, "the download differs from the server's file")
+        #expect(!FileManager.default.fileExists(atPath: copy + ".part"))
+        let again = try recordctl(["download", recordingID, "--output", copy], environment: env)
+        #expect(again.status == 2 && again.stderr.contains("--force"), "\(again.output)")
+        #expect(try recordctl(["download", recordingID, "--output", copy, "--force", "--json"], environment: env).json()["bytes"] as? Int
+                == (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int))
+        let unknownDownload = try recordctl(["download", "no-such-recording", "--output", downloads.path + "/none.mp4"], environment: env)
+        #expect(unknownDownload.status == 1 && unknownDownload.stderr.contains("no-such-recording"), "\(unknownDownload.output)")
+        #expect(!FileManager.default.fileExists(atPath: downloads.path + "/none.mp4") && !FileManager.default.fileExists(atPath: downloads.path + "/none.mp4.part"))
+
         // cancel: status cancelled and no file.
         let second = try recordctl(["start", "--agent", "cam-1", "--wait", "15", "--json"], environment: env)
         #expect(second.status == 0, "\(second.output)")
@@ -132,6 +149,13 @@ struct RemoteControlTests {
         }
         let cancelledPath = try #require(cancelledLive["path"] as? String)
         #expect(FileManager.default.fileExists(atPath: cancelledPath))
+        // A file still being written is not downloadable; the message says when it will be.
+        let liveRow = try await eventually("the live file's row (written with its first durable fragment)") {
+            try Self.recordings(env, ["--status", "recording"]).first
+        }
+        let liveID = try #require(liveRow["id"] as? String)
+        let liveDownload = try recordctl(["download", liveID, "--output", downloads.path + "/live.mp4"], environment: env)
+        #expect(liveDownload.status == 1 && liveDownload.stderr.contains("still being written"), "\(liveDownload.output)")
         let cancel = try recordctl(["cancel", cancelledSession], environment: env)
         #expect(cancel.status == 0, "\(cancel.output)")
         #expect(cancel.stdout.contains("cancel requested for session \(cancelledSession)"))

@@ -9,13 +9,13 @@ import Testing
 // Real HTTP over loopback: every test starts its own AdminServer on 127.0.0.1 port 0 in front of
 // an in-memory backend that records the calls it receives, and talks to it with URLSession.
 
-private let adminToken = "s3cret-admin-token"
+let adminToken = "s3cret-admin-token"
 /// 2024-05-01T10:00:00Z
 private let baseDate = Date(timeIntervalSince1970: 1_714_557_600)
 
 // MARK: - Fake backend
 
-private actor FakeAdminBackend: AdminBackend {
+actor FakeAdminBackend: AdminBackend {
     enum Call: Equatable, Sendable {
         case start(agent: String, labels: [String: String])
         case stop(String)
@@ -32,7 +32,11 @@ private actor FakeAdminBackend: AdminBackend {
     let recordingList: [RecordingRecord]
     let tracks: [TrackRecord]
 
-    init(status: String = "ok") {
+    /// Recording ids with a file to download, and where it is.
+    let files: [String: String]
+
+    init(status: String = "ok", files: [String: String] = [:]) {
+        self.files = files
         healthInfo = HealthInfo(status: status, version: "0.1.0", uptimeSeconds: 12.5, connectedAgents: 2, liveSessions: 1,
                                 dataDirectory: "/var/lib/record-server", freeBytes: 123_456_789)
         agents = [
@@ -102,6 +106,12 @@ private actor FakeAdminBackend: AdminBackend {
         calls.append(.delete(id))
         if let error = failure(for: id) { throw error }
     }
+
+    func finishedRecordingFile(id: String) async throws(AdminError) -> String {
+        if let error = failure(for: id) { throw error }
+        guard let path = files[id] else { throw AdminError(.notFound, "no recording \(id)") }
+        return path
+    }
 }
 
 // MARK: - HTTP client
@@ -138,10 +148,12 @@ struct AdminClient: Sendable {
         case none, valid, header(String)
     }
 
-    func send(_ method: String, _ path: String, auth: Auth = .valid, body: Data? = nil) async throws -> HTTPResult {
+    func send(_ method: String, _ path: String, auth: Auth = .valid, body: Data? = nil,
+              headers: [String: String] = [:]) async throws -> HTTPResult {
         let url = try #require(URL(string: "http://127.0.0.1:\(port)\(path)"))
         var request = URLRequest(url: url)
         request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         switch auth {
         case .none: break
         case .valid: request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
@@ -170,7 +182,7 @@ struct AdminClient: Sendable {
 }
 
 /// Runs `body` against a fresh server listening on a free loopback port, then shuts it down.
-private func withAdminServer<T>(
+func withAdminServer<T>(
     backend: FakeAdminBackend = FakeAdminBackend(), metrics: ServerMetrics = ServerMetrics(),
     _ body: (AdminClient) async throws -> T
 ) async throws -> T {
@@ -225,7 +237,8 @@ struct AdminAPITests {
     @Test(arguments: [
         ("GET", "/v1/agents"), ("GET", "/v1/sessions"), ("POST", "/v1/sessions"), ("POST", "/v1/sessions/s-1/stop"),
         ("POST", "/v1/sessions/s-1/cancel"), ("GET", "/v1/recordings"), ("GET", "/v1/recordings/s-1-0"),
-        ("DELETE", "/v1/recordings/s-1-0"), ("GET", "/metrics"), ("GET", "/no/such/route"),
+        ("DELETE", "/v1/recordings/s-1-0"), ("GET", "/v1/recordings/s-1-0/file"), ("GET", "/metrics"),
+        ("GET", "/no/such/route"),
     ])
     func everyOtherRouteRequiresTheToken(method: String, path: String) async throws {
         let backend = FakeAdminBackend()

@@ -28,6 +28,16 @@ public func runTool(_ tool: String, _ arguments: [String]) throws -> ToolOutput 
     try runProcess("/usr/bin/env", [tool] + arguments)
 }
 
+/// ``runTool(_:_:)`` on a thread of its own, for a tool that talks to a server running in
+/// the test's process (curl against an admin listener): waiting for it on the cooperative
+/// pool would hold one of its threads (two on a two-core machine) while the server's tasks
+/// need them to answer, and with two such waits both sides wait forever.
+public func runToolOffPool(_ tool: String, _ arguments: [String]) async throws -> ToolOutput {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try runTool(tool, arguments) }) }.start()
+    }
+}
+
 /// Runs the executable at `path` to completion, with `environment` (the test's own when nil).
 /// stdout and stderr go to temporary files, never pipes, so a chatty child (ffmpeg writing raw
 /// video) can never block on a full pipe.

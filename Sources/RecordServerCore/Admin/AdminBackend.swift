@@ -63,4 +63,7 @@ public protocol AdminBackend: Sendable {
     func recording(id: String) async throws(AdminError) -> (RecordingRecord, [TrackRecord])
     /// Deletes the file and the catalog row; refuses while the recording is being written.
     func deleteRecording(id: String) async throws(AdminError)
+    /// The path of a finished recording's file, for download: `conflict` while it is being
+    /// written, `notFound` when it is gone or (symlinks resolved) not inside the data directory.
+    func finishedRecordingFile(id: String) async throws(AdminError) -> String
 }

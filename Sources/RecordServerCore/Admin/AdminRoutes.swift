@@ -45,6 +45,8 @@ struct AdminRoutes: Sendable {
             let (record, tracks) = try await self.backend.recording(id: try Self.pathID(context))
             return AdminResponses.json(RecordingDetailResponse(recording: RecordingFile(record), tracks: tracks.map(SessionTrack.init)))
         }
+        v1.get("/recordings/{id}/file") { request, context in try await self.download(request, context) }
+        v1.head("/recordings/{id}/file") { request, context in try await self.download(request, context) }
         v1.delete("/recordings/{id}") { _, context in
             try await self.backend.deleteRecording(id: try Self.pathID(context))
             return Response(status: .noContent)
@@ -79,6 +81,13 @@ struct AdminRoutes: Sendable {
         return AdminResponses.json(ControlResponse(status: sessionID == nil ? "accepted" : "started", action: "start",
                                                 agentID: parsed.agent, sessionID: sessionID),
                                    status: sessionID == nil ? .accepted : .created)
+    }
+
+    /// A finished recording's file, streamed from disk with ranges and validators.
+    func download(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let id = try Self.pathID(context)
+        let path = try await backend.finishedRecordingFile(id: id)
+        return try await RecordingDownload(path: path, downloadName: id + ".mp4", threadPool: .singleton).response(to: request)
     }
 
     static func pathID(_ context: BasicRequestContext) throws(AdminAPIError) -> String {

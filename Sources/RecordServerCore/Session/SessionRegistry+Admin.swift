@@ -120,6 +120,29 @@ extension SessionRegistry: AdminBackend {
         }
     }
 
+    public func finishedRecordingFile(id: String) async throws(AdminError) -> String {
+        let (record, _) = try await recording(id: id)
+        guard record.status != .recording, !isLive(record.sessionID) else {
+            throw AdminError(.conflict, "recording \(id) is still being written; it can be downloaded once session \(record.sessionID) has ended",
+                             sessionID: record.sessionID)
+        }
+        guard let file = Self.resolvedPath(record.path) else {
+            throw AdminError(.notFound, "the file of recording \(id) is gone from disk (\(record.path))")
+        }
+        // Whatever a row or a symlink says, only files under the data directory are served.
+        guard let root = Self.resolvedPath(dataDirectory), file.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
+            throw AdminError(.notFound, "the file of recording \(id) is not inside the data directory")
+        }
+        return file
+    }
+
+    /// The path with every symlink, `.` and `..` resolved; nil when it does not exist.
+    static func resolvedPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     private func liveSession(_ id: String) throws(AdminError) -> RecordingSession {
         guard let sid = try? SessionID(validating: id), let session = session(sid) else {
             throw AdminError(.notFound, "no live session \(id)")
