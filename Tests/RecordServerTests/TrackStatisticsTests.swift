@@ -20,6 +20,18 @@ import Testing
         #expect(s.rates.fps == 0) // all at (nearly) one instant: no rate
     }
 
+    @Test("a pts that never advances does not grow the rate window past its cap")
+    func standingPTS() {
+        var s = statistics()
+        for _ in 0 ..< 3 * TrackStatistics.maxWindowSamples { s.record(pts: 5_000_000_000, bytes: 10) }
+        #expect(s.windowSampleCount == TrackStatistics.maxWindowSamples)
+        #expect(s.samples == Int64(3 * TrackStatistics.maxWindowSamples))
+        // Then ordinary 30 fps: the window holds the last two seconds and gives 30 fps.
+        for frame in 1 ... 120 { s.record(pts: 5_000_000_000 + Int64(frame) * 33_333_333, bytes: 1000) }
+        #expect(s.windowSampleCount == 61)
+        #expect(abs(s.rates.fps - 30) < 0.1, "\(s.rates.fps)")
+    }
+
     @Test("pts jumping from Int64.min to Int64.max gives finite rates")
     func extremeJump() {
         var s = statistics()

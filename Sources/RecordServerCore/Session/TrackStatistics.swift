@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// Running figures for one track of a live session (fps and bitrate over a sliding window
 /// of media time, so they need no clock).
@@ -18,8 +19,13 @@ struct TrackStatistics: Sendable {
     var lastPTS: Int64?
     /// Media time the rates are taken over: two seconds.
     static let rateWindow: Int64 = 2_000_000_000
+    /// At most this many samples in the window. Time alone does not bound it: a track's PTS
+    /// need not advance (B-frames; a hostile agent can send one PTS forever, and every sample
+    /// stayed). 4096 is more than two seconds of any track we record (Opus at 2.5 ms: 800).
+    static let maxWindowSamples = 4096
     /// (pts, bytes) of recent samples, for fps and bitrate over the last two seconds.
-    private var window: [(pts: Int64, bytes: Int)] = []
+    private var window = CircularBuffer<(pts: Int64, bytes: Int)>(initialCapacity: 64)
+    var windowSampleCount: Int { window.count }
 
     init(trackID: UInt8, label: String, kind: String, codec: String, width: Int, height: Int) {
         self.trackID = trackID
@@ -38,7 +44,7 @@ struct TrackStatistics: Sendable {
         // pts is the agent's number: the window's start saturates instead of overflowing.
         let (start, overflow) = (lastPTS ?? pts).subtractingReportingOverflow(Self.rateWindow)
         let horizon = overflow ? Int64.min : start
-        if let cut = window.firstIndex(where: { $0.pts >= horizon }), cut > 0 { window.removeFirst(cut) }
+        while let first = window.first, first.pts < horizon || window.count > Self.maxWindowSamples { window.removeFirst() }
     }
 
     var rates: (fps: Double, bitrate: Double) {
