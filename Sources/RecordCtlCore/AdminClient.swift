@@ -144,6 +144,24 @@ final class AdminClient: Sendable {
         return progress.receivedBytes
     }
 
+    /// A GET whose body is a stream of lines (server-sent events): `line` gets each line as it
+    /// arrives, and returns false to end the stream. Returns once the stream has ended.
+    func streamLines(_ path: String, line: @escaping @Sendable (String) -> Bool) throws {
+        let request = try self.request(.GET, path)
+        let delegate = LineStreamDelegate(line: line)
+        let answer: (status: Int, body: Data)
+        do {
+            // No deadline: the stream is open as long as the server has events to send.
+            answer = try http.execute(request: request, delegate: delegate).wait()
+        } catch let error as HTTPClientError where error == .cancelled {
+            return  // ended by `line`
+        } catch {
+            let failure = AdminTransportFailure(error, timeout: timeout)
+            throw CLIFailure(.unreachable, "cannot read the events of record-server at \(baseURL.absoluteString): \(failure.explanation)")
+        }
+        guard answer.status == 200 else { throw failure(status: answer.status, body: answer.body) }
+    }
+
     /// Removes a partial download (there is none when the file could not even be created).
     private static func discard(_ path: String) { _ = unlink(path) }
 
@@ -190,4 +208,40 @@ final class AdminClient: Sendable {
 
     /// Percent-encodes one path segment (ids come from users).
     static func segment(_ id: String) -> String { encode(id) }
+}
+
+/// Splits a streamed body into lines as it arrives; an error answer's body is kept whole.
+private final class LineStreamDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
+    typealias Response = (status: Int, body: Data)
+    // Touched only on the request's event loop, one callback at a time.
+    private var status = 0
+    private var pending = Data()
+    private var errorBody = Data()
+    private let line: @Sendable (String) -> Bool
+
+    init(line: @escaping @Sendable (String) -> Bool) { self.line = line }
+
+    func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        status = Int(head.status.code)
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        guard status == 200 else {
+            errorBody.append(contentsOf: buffer.readableBytesView)
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+        pending.append(contentsOf: buffer.readableBytesView)
+        while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            let text = String(decoding: pending[pending.startIndex ..< end], as: UTF8.self)
+            pending = Data(pending[(end + 1)...])
+            if !line(text) {
+                task.cancel()
+                break
+            }
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response { (status, errorBody) }
 }

@@ -1,6 +1,7 @@
 import AdminModels
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 
 /// Table cells for the API's values: "-" for nothing, dates as the API writes them.
 enum Cell {
@@ -267,6 +268,46 @@ struct DownloadCommand: ParsableCommand {
         var id: String
         var path: String
         var bytes: Int
+    }
+}
+
+/// `recordctl events [--count N] [--json]`
+struct EventsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events", abstract: "Print agent and session events as they happen (the server's event stream).")
+    @OptionGroup var connection: ConnectionOptions
+    @Option(help: ArgumentHelp("Stop after this many events (default: until interrupted).", valueName: "n")) var count: Int?
+    @Flag(help: "Print each event's JSON, one per line.") var json = false
+
+    func validate() throws {
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+    }
+
+    func run() throws {
+        let json = self.json, limit = count
+        let seen = NIOLockedValueBox(0)
+        let client = try connection.client()
+        let server = client.baseURL.absoluteString
+        try client.streamLines("/v1/events") { line in
+            if line.hasPrefix(": record-server events") {
+                // On stderr, so that stdout holds events only: a script knows it is subscribed.
+                FileHandle.standardError.write(Data("recordctl: following the events of \(server)\n".utf8))
+            }
+            guard line.hasPrefix("data: ") else { return true }
+            let data = Data(line.dropFirst(6).utf8)
+            if json {
+                print(line.dropFirst(6))
+            } else if let event = try? AdminJSON.decoder().decode(ServerEvent.self, from: data) {
+                print([AdminDates.format(event.at), event.type.rawValue, event.agentID, event.sessionID ?? "", event.status ?? ""]
+                    .filter { !$0.isEmpty }.joined(separator: "  "))
+            } else {
+                // A newer server's event this recordctl does not know: shown as the server sent it.
+                print(line.dropFirst(6))
+            }
+            fflush(nil)  // each event as it comes, also into a pipe
+            let n = seen.withLockedValue { $0 += 1; return $0 }
+            return limit.map { n < $0 } ?? true
+        }
     }
 }
 

@@ -54,6 +54,7 @@ struct DocumentedExamplesTests {
         case "POST /v1/sessions", "POST /v1/sessions/{id}/stop", "POST /v1/sessions/{id}/cancel": return ControlResponse.self
         case "GET /v1/recordings": return RecordingListResponse.self
         case "GET /v1/recordings/{id}": return RecordingDetailResponse.self
+        case "GET /v1/events": return ServerEvent.self
         default: return nil
         }
     }
@@ -73,8 +74,8 @@ struct DocumentedExamplesTests {
     @Test func everyRouteWithABodyHasExamples() {
         let covered = Set(Self.examples.compactMap { Self.model(for: $0) }.map { String(describing: $0) })
         #expect(covered == ["ErrorResponse", "HealthResponse", "AgentListResponse", "SessionListResponse", "ControlResponse",
-                            "RecordingListResponse", "RecordingDetailResponse"])
-        #expect(Self.examples.count == 17, "\(Self.examples.map(\.description).joined(separator: "\n"))")
+                            "RecordingListResponse", "RecordingDetailResponse", "ServerEvent"])
+        #expect(Self.examples.count == 21, "\(Self.examples.map(\.description).joined(separator: "\n"))")
     }
 
     @Test(arguments: examples)

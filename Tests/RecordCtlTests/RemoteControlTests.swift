@@ -50,6 +50,13 @@ struct RemoteControlTests {
         #expect(table.status == 0)
         #expect(table.stdout.contains("ID") && table.stdout.contains("ADDRESS") && table.stdout.contains("cam-1"), "\(table.stdout)")
 
+        // events (issue 17): a script following the server sees the session start and end.
+        let eventsLog = fixture.server.directory + "/recordctl-events.log"
+        let binary = try #require(recordctlBinary)
+        let watcher = try ChildProcess(binary, ["events", "--count", "2", "--json"], environment: env, logPath: eventsLog)
+        func watched() -> String { (try? String(contentsOfFile: eventsLog, encoding: .utf8)) ?? "" }
+        _ = try await eventually("recordctl events to subscribe") { watched().contains("following the events of") ? true : nil }
+
         // start: a session appears.
         let started = try recordctl(["start", "--agent", "cam-1", "--label", "take=1", "--label", "room=a", "--wait", "15", "--json"],
                                     environment: env)
@@ -108,6 +115,13 @@ struct RemoteControlTests {
         }
         let recordingID = try #require(completed["id"] as? String)
         let file = try #require(completed["path"] as? String)
+        #expect(try await watcher.waitForExit(within: .seconds(20)) == 0, "recordctl events --count 2: \(watched())")
+        let seen = watched().split(separator: "\n").filter { $0.hasPrefix("{") }.map {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]  // nil fails the next line's check
+        }
+        #expect(seen.map { $0?["type"] as? String } == ["session.started", "session.ended"], "\(watched())")
+        #expect(seen.allSatisfy { $0?["session_id"] as? String == sessionID })
+        #expect(seen.last??["status"] as? String == "completed")
         #expect(FileManager.default.fileExists(atPath: file))
         let one = try recordctl(["recording", recordingID, "--json"], environment: env)
         #expect(one.status == 0, "\(one.output)")

@@ -107,6 +107,9 @@ actor FakeAdminBackend: AdminBackend {
         if let error = failure(for: id) { throw error }
     }
 
+    let broadcaster = EventBroadcaster()
+    func subscribeEvents() async -> EventBroadcaster.Subscription? { broadcaster.subscribe() }
+
     func finishedRecordingFile(id: String) async throws(AdminError) -> String {
         if let error = failure(for: id) { throw error }
         guard let path = files[id] else { throw AdminError(.notFound, "no recording \(id)") }

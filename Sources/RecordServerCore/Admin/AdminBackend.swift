@@ -66,4 +66,6 @@ public protocol AdminBackend: Sendable {
     /// The path of a finished recording's file, for download: `conflict` while it is being
     /// written, `notFound` when it is gone or (symlinks resolved) not inside the data directory.
     func finishedRecordingFile(id: String) async throws(AdminError) -> String
+    /// A stream of agent and session events for `GET /v1/events`; nil when too many are open.
+    func subscribeEvents() async -> EventBroadcaster.Subscription?
 }

@@ -2,6 +2,7 @@ import AdminModels
 import Foundation
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 
 /// The route handlers. They only translate: HTTP input → validated arguments → one backend
 /// call → JSON. All policy (what may be stopped, deleted, …) lives behind `AdminBackend`.
@@ -45,6 +46,7 @@ struct AdminRoutes: Sendable {
             let (record, tracks) = try await self.backend.recording(id: try Self.pathID(context))
             return AdminResponses.json(RecordingDetailResponse(recording: RecordingFile(record), tracks: tracks.map(SessionTrack.init)))
         }
+        v1.get("/events") { _, _ in try await self.events() }
         v1.get("/recordings/{id}/file") { request, context in try await self.download(request, context) }
         v1.head("/recordings/{id}/file") { request, context in try await self.download(request, context) }
         v1.delete("/recordings/{id}") { _, context in
@@ -81,6 +83,29 @@ struct AdminRoutes: Sendable {
         return AdminResponses.json(ControlResponse(status: sessionID == nil ? "accepted" : "started", action: "start",
                                                 agentID: parsed.agent, sessionID: sessionID),
                                    status: sessionID == nil ? .accepted : .created)
+    }
+
+    /// Server-sent events (text/event-stream): one `event:`/`data:` pair per ``ServerEvent``,
+    /// from now on, until the client leaves or the server stops.
+    func events() async throws -> Response {
+        guard let subscription = await backend.subscribeEvents() else {
+            throw AdminAPIError(status: .serviceUnavailable, code: "unavailable",
+                                message: "\(EventBroadcaster.maxSubscribers) event streams are open already; close one")
+        }
+        let headers: HTTPFields = [.contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache"]
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            // A first line at once, so the client knows it is subscribed before any event.
+            try await writer.write(ByteBuffer(string: ": record-server events\n\n"))
+            try await withGracefulShutdownHandler {
+                for await event in subscription.events {
+                    let data = String(decoding: AdminJSON.encode(event), as: UTF8.self)
+                    try await writer.write(ByteBuffer(string: "event: \(event.type.rawValue)\ndata: \(data)\n\n"))
+                }
+            } onGracefulShutdown: {
+                subscription.finish()
+            }
+            try await writer.finish(nil)
+        })
     }
 
     /// A finished recording's file, streamed from disk with ranges and validators.

@@ -54,7 +54,7 @@ extension SessionRegistry: AdminBackend {
         let session = try liveSession(id)
         guard let link = await agentAttached(to: session) else {
             await session.expire(as: .completed)
-            sessionEnded(session)
+            await sessionEnded(session)
             return
         }
         await link.send(.stopSession(StopSession(sessionID: session.id)))
@@ -64,7 +64,7 @@ extension SessionRegistry: AdminBackend {
         let session = try liveSession(id)
         guard let link = await agentAttached(to: session) else {
             await session.cancel(reason: "cancelled by an operator")
-            sessionEnded(session)
+            await sessionEnded(session)
             return
         }
         await link.send(.cancelSession(CancelSession(sessionID: session.id, reason: "cancelled by an operator")))
@@ -142,6 +142,8 @@ extension SessionRegistry: AdminBackend {
         defer { free(resolved) }
         return String(cString: resolved)
     }
+
+    public func subscribeEvents() async -> EventBroadcaster.Subscription? { events.subscribe() }
 
     private func liveSession(_ id: String) throws(AdminError) -> RecordingSession {
         guard let sid = try? SessionID(validating: id), let session = session(sid) else {

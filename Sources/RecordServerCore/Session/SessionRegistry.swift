@@ -1,3 +1,4 @@
+import AdminModels
 import Foundation
 import Logging
 import NIOCore
@@ -23,6 +24,8 @@ public actor SessionRegistry {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let catalog: any RecordingCatalog
+    /// What `GET /v1/events` streams: agents coming and going, sessions starting and ending.
+    nonisolated let events = EventBroadcaster()
     nonisolated let dataDirectory: String
     nonisolated let startedAt = Date()
     private let settings: SessionSettings
@@ -73,13 +76,16 @@ public actor SessionRegistry {
 
     func agentConnected(_ link: AgentLink) {
         agents[link.info.id] = link
+        events.publish(ServerEvent(type: .agentOnline, agentID: link.info.id))
         let seen = AgentRecord(id: link.info.id, lastAddress: link.info.address, softwareVersion: link.info.softwareVersion,
                                firstSeen: link.info.connectedAt, lastSeen: link.info.connectedAt)
         CatalogWrites.attempt("agent \(seen.id)", logger: logger, metrics: metrics) { try catalog.recordAgentSeen(seen) }
     }
 
     func agentDisconnected(_ agentID: String, connection: UInt64) {
-        if agents[agentID]?.connection == connection { agents[agentID] = nil }
+        guard agents[agentID]?.connection == connection else { return }
+        agents[agentID] = nil
+        events.publish(ServerEvent(type: .agentOffline, agentID: agentID))
     }
 
     func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, sessionID: String?) {
@@ -145,6 +151,7 @@ public actor SessionRegistry {
         for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: .opened(open.sessionID.value)) }
         updateAgent(agentID) { $0.captureFailure = nil }
         metrics.sessionStarted()
+        events.publish(ServerEvent(type: .sessionStarted, agentID: agentID, sessionID: open.sessionID.value))
         logger.info("session opened", metadata: ["session": "\(open.sessionID)", "agent": "\(agentID)", "tracks": "\(open.tracks.map(\.label))",
                                                   "directory": "\(location.directory)"])
         return session
@@ -235,9 +242,12 @@ public actor SessionRegistry {
         for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: .refused(report)) }
     }
 
-    func sessionEnded(_ session: RecordingSession) {
-        if sessions[session.id] === session { sessions[session.id] = nil }
+    func sessionEnded(_ session: RecordingSession) async {
         owingCatalog.append(session)
+        guard sessions[session.id] === session else { return }  // told already
+        sessions[session.id] = nil
+        events.publish(ServerEvent(type: .sessionEnded, agentID: session.agentID, sessionID: session.id.value,
+                                   status: await session.snapshot().state))
     }
 
     /// Sessions unfinished in the catalog (the server died while they recorded) wait for
@@ -307,7 +317,7 @@ public actor SessionRegistry {
 
     /// ``sweep()`` as if it were `now`.
     public func sweep(now: ContinuousClock.Instant) async {
-        for session in sessions.values where await session.expireIfAbandoned(now) { sessionEnded(session) }
+        for session in sessions.values where await session.expireIfAbandoned(now) { await sessionEnded(session) }
         await retryCatalogWrites()
     }
 
@@ -333,6 +343,8 @@ public actor SessionRegistry {
     /// files after the restart. A session its agent closed already is finalized as usual.
     public func shutdown() async {
         isShuttingDown = true
+        // Event streams are open HTTP responses: they end now, so the admin listener can stop.
+        events.finishAll()
         for link in agents.values {
             await link.send(.error(ErrorReport(code: .shuttingDown, scope: .connection, message: "the server is shutting down; resume later")))
         }

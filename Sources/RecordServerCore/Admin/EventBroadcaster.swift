@@ -1,0 +1,66 @@
+import AdminModels
+import NIOConcurrencyHelpers
+
+/// Fans server events out to the subscribers of `GET /v1/events`. Publishing never waits:
+/// each subscriber has its own buffer of the newest ``bufferedEvents`` events, and one that
+/// does not keep up loses the oldest — a slow or stalled client never slows ingest.
+public final class EventBroadcaster: Sendable {
+    static let bufferedEvents = 256
+    /// Each subscriber is an open HTTP response; more than this is refused (503).
+    static let maxSubscribers = 64
+
+    /// One subscriber's events, until ``finish()`` or the server's shutdown.
+    public final class Subscription: Sendable {
+        public let events: AsyncStream<ServerEvent>
+        private let continuation: AsyncStream<ServerEvent>.Continuation
+
+        fileprivate init(events: AsyncStream<ServerEvent>, continuation: AsyncStream<ServerEvent>.Continuation) {
+            self.events = events
+            self.continuation = continuation
+        }
+
+        /// Ends the stream: its reader leaves its loop, the response ends.
+        public func finish() { continuation.finish() }
+    }
+
+    private struct State {
+        var subscribers: [UInt64: AsyncStream<ServerEvent>.Continuation] = [:]
+        var next: UInt64 = 0
+        var finished = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// A new subscription, or nil when ``maxSubscribers`` are open or the server is stopping.
+    func subscribe() -> Subscription? {
+        let (stream, continuation) = AsyncStream.makeStream(of: ServerEvent.self, bufferingPolicy: .bufferingNewest(Self.bufferedEvents))
+        let id: UInt64? = state.withLockedValue { state in
+            guard !state.finished, state.subscribers.count < Self.maxSubscribers else { return nil }
+            state.next += 1
+            state.subscribers[state.next] = continuation
+            return state.next
+        }
+        guard let id else { return nil }
+        // A reader that goes away (its client disconnected) ends its stream: forget it.
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLockedValue { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        return Subscription(events: stream, continuation: continuation)
+    }
+
+    func publish(_ event: ServerEvent) {
+        let subscribers = state.withLockedValue { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.yield(event) }
+    }
+
+    var subscriberCount: Int { state.withLockedValue { $0.subscribers.count } }
+
+    /// The server is stopping: every stream ends, and no new one starts.
+    func finishAll() {
+        let subscribers = state.withLockedValue { state in
+            state.finished = true
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+}
