@@ -175,6 +175,7 @@ struct Housekeeping: Service {
                 // Memory freed by connections that came and went (a burst of idle or hostile
                 // peers) goes back to the system within seconds, not at the next large free.
                 if ticks % 5 == 0 { _ = cmalloc_trim() }
+                if ticks % Int(EventBroadcaster.keepAliveInterval.components.seconds) == 0 { registry.events.sendKeepAlive() }
                 ticks += 1
                 // Once a second: resume windows are a minute, and every tick wakes threads.
                 // A cancelled sleep ends the loop at its condition; there is nothing to report.

@@ -55,7 +55,7 @@ struct ServerEventsTests {
         }
         subscriptions[0].finish()
         var kept: [String] = []
-        for await event in subscriptions[0].events { kept.append(event.agentID) }
+        for await item in subscriptions[0].events { if case .event(let event) = item { kept.append(event.agentID) } }
         #expect(kept.count == EventBroadcaster.bufferedEvents)
         #expect(kept.last == "agent-\(3 * EventBroadcaster.bufferedEvents - 1)")
         // A finished subscription frees its place.
@@ -74,6 +74,26 @@ struct ServerEventsTests {
         stream.components(separatedBy: "\n").filter { $0.hasPrefix("data: ") }.compactMap { line in
             // The file is read while curl writes it: a line cut short is read whole at the next poll.
             try? AdminJSON.decoder().decode(ServerEvent.self, from: Data(line.dropFirst(6).utf8))
+        }
+    }
+
+    /// The route's side of keep-alives (the server's housekeeping sends one every 15 s): a
+    /// comment line between events, which EventSource clients skip.
+    @Test func keepAlivesAreCommentsBetweenEvents() async throws {
+        let backend = FakeAdminBackend()
+        try await withAdminServer(backend: backend) { client in
+            let directory = try TemporaryDirectory(prefix: "events")
+            let log = directory.path + "/events.log"
+            let curl = try ChildProcess("/usr/bin/curl", ["-sN", "-H", "Authorization: Bearer \(adminToken)",
+                                                          "http://127.0.0.1:\(client.port)/v1/events"], logPath: log)
+            func received() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+            _ = try await eventually("the stream to open") { received().contains(": record-server events") ? true : nil }
+            backend.broadcaster.sendKeepAlive()
+            backend.broadcaster.publish(ServerEvent(type: .agentOnline, agentID: "cam-1"))
+            let text = try await eventually("the event after the keep-alive") { received().contains("event: agent.online") ? received() : nil }
+            #expect(text.hasPrefix(": record-server events\n\n: keep-alive\n\nevent: agent.online\ndata: {"), "\(text)")
+            backend.broadcaster.finishAll()
+            #expect(try await curl.waitForExit(within: .seconds(20)) == 0)
         }
     }
 }

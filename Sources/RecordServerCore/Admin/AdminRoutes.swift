@@ -97,9 +97,14 @@ struct AdminRoutes: Sendable {
             // A first line at once, so the client knows it is subscribed before any event.
             try await writer.write(ByteBuffer(string: ": record-server events\n\n"))
             try await withGracefulShutdownHandler {
-                for await event in subscription.events {
-                    let data = String(decoding: AdminJSON.encode(event), as: UTF8.self)
-                    try await writer.write(ByteBuffer(string: "event: \(event.type.rawValue)\ndata: \(data)\n\n"))
+                for await item in subscription.events {
+                    switch item {
+                    case .event(let event):
+                        let data = String(decoding: AdminJSON.encode(event), as: UTF8.self)
+                        try await writer.write(ByteBuffer(string: "event: \(event.type.rawValue)\ndata: \(data)\n\n"))
+                    case .keepAlive:
+                        try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                    }
                 }
             } onGracefulShutdown: {
                 subscription.finish()

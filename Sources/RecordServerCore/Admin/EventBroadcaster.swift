@@ -5,16 +5,25 @@ import NIOConcurrencyHelpers
 /// each subscriber has its own buffer of the newest ``bufferedEvents`` events, and one that
 /// does not keep up loses the oldest — a slow or stalled client never slows ingest.
 public final class EventBroadcaster: Sendable {
+    /// What a subscriber reads: an event, or a reminder that the stream is alive.
+    public enum Item: Sendable, Equatable {
+        case event(ServerEvent)
+        /// Sent every ``keepAliveInterval`` (by the server's housekeeping), so that a proxy
+        /// with an idle timeout (nginx: 60 s) does not cut a quiet stream.
+        case keepAlive
+    }
+
     static let bufferedEvents = 256
+    static let keepAliveInterval: Duration = .seconds(15)
     /// Each subscriber is an open HTTP response; more than this is refused (503).
     static let maxSubscribers = 64
 
     /// One subscriber's events, until ``finish()`` or the server's shutdown.
     public final class Subscription: Sendable {
-        public let events: AsyncStream<ServerEvent>
-        private let continuation: AsyncStream<ServerEvent>.Continuation
+        public let events: AsyncStream<Item>
+        private let continuation: AsyncStream<Item>.Continuation
 
-        fileprivate init(events: AsyncStream<ServerEvent>, continuation: AsyncStream<ServerEvent>.Continuation) {
+        fileprivate init(events: AsyncStream<Item>, continuation: AsyncStream<Item>.Continuation) {
             self.events = events
             self.continuation = continuation
         }
@@ -24,7 +33,7 @@ public final class EventBroadcaster: Sendable {
     }
 
     private struct State {
-        var subscribers: [UInt64: AsyncStream<ServerEvent>.Continuation] = [:]
+        var subscribers: [UInt64: AsyncStream<Item>.Continuation] = [:]
         var next: UInt64 = 0
         var finished = false
     }
@@ -33,7 +42,7 @@ public final class EventBroadcaster: Sendable {
 
     /// A new subscription, or nil when ``maxSubscribers`` are open or the server is stopping.
     func subscribe() -> Subscription? {
-        let (stream, continuation) = AsyncStream.makeStream(of: ServerEvent.self, bufferingPolicy: .bufferingNewest(Self.bufferedEvents))
+        let (stream, continuation) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .bufferingNewest(Self.bufferedEvents))
         let id: UInt64? = state.withLockedValue { state in
             guard !state.finished, state.subscribers.count < Self.maxSubscribers else { return nil }
             state.next += 1
@@ -48,9 +57,13 @@ public final class EventBroadcaster: Sendable {
         return Subscription(events: stream, continuation: continuation)
     }
 
-    func publish(_ event: ServerEvent) {
+    func publish(_ event: ServerEvent) { send(.event(event)) }
+
+    func sendKeepAlive() { send(.keepAlive) }
+
+    private func send(_ item: Item) {
         let subscribers = state.withLockedValue { Array($0.subscribers.values) }
-        for subscriber in subscribers { subscriber.yield(event) }
+        for subscriber in subscribers { subscriber.yield(item) }
     }
 
     var subscriberCount: Int { state.withLockedValue { $0.subscribers.count } }
