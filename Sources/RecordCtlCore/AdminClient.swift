@@ -144,19 +144,32 @@ final class AdminClient: Sendable {
         return progress.receivedBytes
     }
 
+    /// Three of the server's 15 s keep-alives (`GET /v1/events`).
+    static let streamReadTimeout: TimeAmount = .seconds(45)
+
     /// A GET whose body is a stream of lines (server-sent events): `line` gets each line as it
     /// arrives, and returns false to end the stream. Returns once the stream has ended.
     func streamLines(_ path: String, line: @escaping @Sendable (String) -> Bool) throws {
         let request = try self.request(.GET, path)
         let delegate = LineStreamDelegate(line: line)
+        // A stream is quiet between events, so `--timeout` cannot bound its reads: the server
+        // sends a keep-alive every 15 s, and only three missed ones mean it is gone.
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: timeout, read: Self.streamReadTimeout)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let streaming = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        defer {
+            // Its one request has ended (answered, cancelled or failed): nothing is left to report.
+            try? streaming.syncShutdown()
+        }
         let answer: (status: Int, body: Data)
         do {
             // No deadline: the stream is open as long as the server has events to send.
-            answer = try http.execute(request: request, delegate: delegate).wait()
+            answer = try streaming.execute(request: request, delegate: delegate).wait()
         } catch let error as HTTPClientError where error == .cancelled {
             return  // ended by `line`
         } catch {
-            let failure = AdminTransportFailure(error, timeout: timeout)
+            let failure = AdminTransportFailure(error, timeout: Self.streamReadTimeout)
             throw CLIFailure(.unreachable, "cannot read the events of record-server at \(baseURL.absoluteString): \(failure.explanation)")
         }
         guard answer.status == 200 else { throw failure(status: answer.status, body: answer.body) }

@@ -53,9 +53,12 @@ struct RemoteControlTests {
         // events (issue 17): a script following the server sees the session start and end.
         let eventsLog = fixture.server.directory + "/recordctl-events.log"
         let binary = try #require(recordctlBinary)
-        let watcher = try ChildProcess(binary, ["events", "--count", "2", "--json"], environment: env, logPath: eventsLog)
+        let watcher = try ChildProcess(binary, ["events", "--count", "2", "--json", "--timeout", "1"], environment: env, logPath: eventsLog)
         func watched() -> String { (try? String(contentsOfFile: eventsLog, encoding: .utf8)) ?? "" }
         _ = try await eventually("recordctl events to subscribe") { watched().contains("following the events of") ? true : nil }
+        // A quiet stream outlives --timeout, which bounds the connection, not the wait for events
+        // (it used to end the stream after --timeout seconds without an event: seen in CI).
+        try await Task.sleep(for: .seconds(2))
 
         // start: a session appears.
         let started = try recordctl(["start", "--agent", "cam-1", "--label", "take=1", "--label", "room=a", "--wait", "15", "--json"],
