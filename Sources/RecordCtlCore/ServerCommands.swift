@@ -297,6 +297,7 @@ struct EventsCommand: ParsableCommand {
             let data = Data(line.dropFirst(6).utf8)
             if json {
                 print(line.dropFirst(6))
+            // An event this recordctl cannot decode (a newer server's) is printed as sent, below.
             } else if let event = try? AdminJSON.decoder().decode(ServerEvent.self, from: data) {
                 print([AdminDates.format(event.at), event.type.rawValue, event.agentID, event.sessionID ?? "", event.status ?? ""]
                     .filter { !$0.isEmpty }.joined(separator: "  "))

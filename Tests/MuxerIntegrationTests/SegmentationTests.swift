@@ -76,6 +76,7 @@ struct SegmentationTests {
         for sample in recording.samples {
             for case let .fragmentDurable(report) in try muxer.append(sample.muxerSample()) { acknowledged = report.durableThroughSequence }
             // The split has opened the second file, and nothing is written into it yet.
+            // No second file yet (the split has not come) reads as nil.
             let second = try? FileManager.default.attributesOfItem(atPath: configuration.path(forSegment: 1))[.size] as? Int
             // ftyp and the 16-byte placeholder only (under 100 bytes): no moov, no fragment.
             if let second, second < 100 { split = true; break }

@@ -54,8 +54,7 @@ struct RemoteControlTests {
         let eventsLog = fixture.server.directory + "/recordctl-events.log"
         let binary = try #require(recordctlBinary)
         let watcher = try ChildProcess(binary, ["events", "--count", "2", "--json", "--timeout", "1"], environment: env, logPath: eventsLog)
-        func watched() -> String { (try? String(contentsOfFile: eventsLog, encoding: .utf8)) ?? "" }
-        _ = try await eventually("recordctl events to subscribe") { watched().contains("following the events of") ? true : nil }
+        _ = try await eventually("recordctl events to subscribe") { watcher.log.contains("following the events of") ? true : nil }
         // A quiet stream outlives --timeout, which bounds the connection, not the wait for events
         // (it used to end the stream after --timeout seconds without an event: seen in CI).
         try await Task.sleep(for: .seconds(2))
@@ -118,11 +117,11 @@ struct RemoteControlTests {
         }
         let recordingID = try #require(completed["id"] as? String)
         let file = try #require(completed["path"] as? String)
-        #expect(try await watcher.waitForExit(within: .seconds(20)) == 0, "recordctl events --count 2: \(watched())")
-        let seen = watched().split(separator: "\n").filter { $0.hasPrefix("{") }.map {
+        #expect(try await watcher.waitForExit(within: .seconds(20)) == 0, "recordctl events --count 2: \(watcher.log)")
+        let seen = watcher.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]  // nil fails the next line's check
         }
-        #expect(seen.map { $0?["type"] as? String } == ["session.started", "session.ended"], "\(watched())")
+        #expect(seen.map { $0?["type"] as? String } == ["session.started", "session.ended"], "\(watcher.log)")
         #expect(seen.allSatisfy { $0?["session_id"] as? String == sessionID })
         #expect(seen.last??["status"] as? String == "completed")
         #expect(FileManager.default.fileExists(atPath: file))

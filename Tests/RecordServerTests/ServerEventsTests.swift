@@ -16,8 +16,7 @@ struct ServerEventsTests {
         let log = fixture.directory + "/events.log"
         let curl = try ChildProcess("/usr/bin/curl", ["-sN", "-H", "Authorization: Bearer \(ServerFixture.adminToken)",
                                                       fixture.adminURL + "/v1/events"], logPath: log)
-        func received() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
-        _ = try await eventually("the stream to open") { received().contains(": record-server events") ? true : nil }
+        _ = try await eventually("the stream to open") { curl.log.contains(": record-server events") ? true : nil }
 
         let content = try SessionContent.make(sessionID: "s-events", seconds: 2)
         let agent = try await fixture.connectAgent("agent-1", port: port)
@@ -28,15 +27,15 @@ struct ServerEventsTests {
         await agent.disconnect()
 
         let events = try await eventually("four events") { () -> [ServerEvent]? in
-            let parsed = Self.events(in: received())
+            let parsed = Self.events(in: curl.log)
             return parsed.count >= 4 ? parsed : nil
         }
-        #expect(events.map(\.type) == [.agentOnline, .sessionStarted, .sessionEnded, .agentOffline], "\(received())")
+        #expect(events.map(\.type) == [.agentOnline, .sessionStarted, .sessionEnded, .agentOffline], "\(curl.log)")
         #expect(events.allSatisfy { $0.agentID == "agent-1" })
         #expect(events[1].sessionID == "s-events" && events[2].sessionID == "s-events")
         #expect(events[2].status == "completed")
         // Each SSE `event:` field names the same type as its data.
-        #expect(received().components(separatedBy: "\n").filter { $0.hasPrefix("event: ") }
+        #expect(curl.log.components(separatedBy: "\n").filter { $0.hasPrefix("event: ") }
                 == events.map { "event: \($0.type.rawValue)" })
 
         // A graceful stop ends the open stream instead of waiting for it: curl sees the end.
@@ -86,11 +85,10 @@ struct ServerEventsTests {
             let log = directory.path + "/events.log"
             let curl = try ChildProcess("/usr/bin/curl", ["-sN", "-H", "Authorization: Bearer \(adminToken)",
                                                           "http://127.0.0.1:\(client.port)/v1/events"], logPath: log)
-            func received() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
-            _ = try await eventually("the stream to open") { received().contains(": record-server events") ? true : nil }
+                _ = try await eventually("the stream to open") { curl.log.contains(": record-server events") ? true : nil }
             backend.broadcaster.sendKeepAlive()
             backend.broadcaster.publish(ServerEvent(type: .agentOnline, agentID: "cam-1"))
-            let text = try await eventually("the event after the keep-alive") { received().contains("event: agent.online") ? received() : nil }
+            let text = try await eventually("the event after the keep-alive") { curl.log.contains("event: agent.online") ? curl.log : nil }
             #expect(text.hasPrefix(": record-server events\n\n: keep-alive\n\nevent: agent.online\ndata: {"), "\(text)")
             backend.broadcaster.finishAll()
             #expect(try await curl.waitForExit(within: .seconds(20)) == 0)
