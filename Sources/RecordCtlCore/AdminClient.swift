@@ -110,11 +110,16 @@ final class AdminClient: Sendable {
     /// A GET streamed into the file `output`: written to `<output>.part` and renamed once
     /// every byte the server announced has arrived, so a broken download never sits under
     /// the final name. Returns the byte count.
-    func download(_ path: String, to output: String) throws -> Int {
-        let request = try self.request(.GET, path)
+    /// A GET whose body goes to a file: written to `output.part`, renamed to `output` once
+    /// complete. Returns its size and the response's headers.
+    func download(_ path: String, query: [(String, String)] = [], to output: String) throws -> (bytes: Int, headers: HTTPHeaders) {
+        let request = try self.request(.GET, path, query: query)
         let partial = output + ".part"
         let delegate: FileDownloadDelegate
-        do { delegate = try FileDownloadDelegate(path: partial) } catch {
+        // The process-wide pool: the delegate closes the file after the request has finished,
+        // and the client's own pool would be shut down with the client before that ("Cannot
+        // schedule tasks on an EventLoop that has already shut down" on stderr, and a leaked fd).
+        do { delegate = try FileDownloadDelegate(path: partial, pool: .singleton) } catch {
             throw CLIFailure(.failed, "cannot write \(partial): \(error)")
         }
         let progress: FileDownloadDelegate.Progress
@@ -141,7 +146,7 @@ final class AdminClient: Sendable {
             Self.discard(partial)
             throw CLIFailure(.failed, "cannot move the download to \(output): errno \(errno)")
         }
-        return progress.receivedBytes
+        return (progress.receivedBytes, progress.head.headers)
     }
 
     /// Three of the server's 15 s keep-alives (`GET /v1/events`).

@@ -12,7 +12,7 @@ public struct RecordCtl: ParsableCommand {
         Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 record-server unreachable or the token refused.
         """,
         subcommands: [AgentsCommand.self, SessionsCommand.self, TopCommand.self, StartCommand.self, StopCommand.self,
-                      CancelCommand.self, RecordingsCommand.self, RecordingCommand.self, DownloadCommand.self, EventsCommand.self, DeleteCommand.self,
+                      CancelCommand.self, RecordingsCommand.self, RecordingCommand.self, DownloadCommand.self, ExportCommand.self, EventsCommand.self, DeleteCommand.self,
                       InspectCommand.self, VerifyCommand.self, RecoverCommand.self, CACommand.self, DemoCommand.self]
     )
     public init() {}

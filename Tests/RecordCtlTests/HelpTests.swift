@@ -17,6 +17,7 @@ struct HelpTests {
         (RecordingsCommand.self, ["--agent <id>", "--since <date>", "--until <date>", "--status <status>", "--limit <n>", "--json"], true),
         (RecordingCommand.self, ["<id>", "--json"], true),
         (DownloadCommand.self, ["<id>", "--output <file>", "--force", "--json"], true),
+        (ExportCommand.self, ["<session>", "--from <time>", "--to <time>", "--track <label>", "--output <file>", "--force", "--json"], true),
         (EventsCommand.self, ["--count <n>", "--json"], true),
         (DeleteCommand.self, ["<id>", "--json"], true),
         (InspectCommand.self, ["<file>", "--json"], false),
@@ -37,7 +38,7 @@ struct HelpTests {
         #expect(root.contains("Exit codes"))
     }
 
-    @Test(arguments: 0..<16)
+    @Test(arguments: 0..<17)
     func helpShowsAbstractAndOptions(index: Int) {
         let entry = Self.expected[index]
         let help = RecordCtl.helpMessage(for: entry.command, columns: 1000)

@@ -154,6 +154,26 @@ struct RemoteControlTests {
         #expect(unknownDownload.status == 1 && unknownDownload.stderr.contains("no-such-recording"), "\(unknownDownload.output)")
         #expect(!FileManager.default.fileExists(atPath: downloads.path + "/none.mp4") && !FileManager.default.fileExists(atPath: downloads.path + "/none.mp4.part"))
 
+        // export (issue 17): a range of one track as its own MP4, judged by ffprobe and ffmpeg.
+        let exported = downloads.path + "/range.mp4"
+        let export = try recordctl(["export", sessionID, "--from", "0.2", "--to", "0.9", "--track", "front", "--output", exported, "--json"],
+                                   environment: env)
+        #expect(export.status == 0, "\(export.output)")
+        let exportJSON = try export.json()
+        #expect(exportJSON["tracks"] as? [String] == ["front"])
+        let exportFrom = try #require(exportJSON["from"] as? Double), exportTo = try #require(exportJSON["to"] as? Double)
+        #expect(exportFrom <= 0.2 && exportFrom > 0.1 && exportTo == 0.9, "\(exportJSON)")
+        let exportDecode = try tool("ffmpeg", ["-v", "error", "-i", exported, "-f", "null", "-"])
+        #expect(exportDecode.status == 0 && exportDecode.stderr.isEmpty, "ffmpeg: \(exportDecode.stderr)")
+        let exportProbe = try FFprobe.probe(exported).result
+        #expect(exportProbe.streams.map { $0.handlerName ?? "?" } == ["front"] && exportProbe.streams.first?.codecName == "h264")
+        let shownPictures = exportProbe.packets.filter { ($0.pts ?? -1) >= 0 }
+        let frameTicks = try #require(shownPictures.first?.duration)
+        let exportEnd = try #require(shownPictures.compactMap(\.pts).max()) + frameTicks
+        #expect(abs(exportEnd - Int64((exportTo - exportFrom) * 90000)) <= frameTicks, "the export ends at \(exportEnd) ticks")
+        let wrongTrack = try recordctl(["export", sessionID, "--track", "side", "--output", downloads.path + "/side.mp4"], environment: env)
+        #expect(wrongTrack.status == 2 && wrongTrack.stderr.contains("front, tone") && !wrongTrack.stderr.contains("ERROR"), "\(wrongTrack.output)")
+
         // cancel: status cancelled and no file.
         let second = try recordctl(["start", "--agent", "cam-1", "--wait", "15", "--json"], environment: env)
         #expect(second.status == 0, "\(second.output)")
@@ -172,6 +192,11 @@ struct RemoteControlTests {
         let liveID = try #require(liveRow["id"] as? String)
         let liveDownload = try recordctl(["download", liveID, "--output", downloads.path + "/live.mp4"], environment: env)
         #expect(liveDownload.status == 1 && liveDownload.stderr.contains("still being written"), "\(liveDownload.output)")
+        // A running session exports what is durable so far.
+        let liveExport = try recordctl(["export", cancelledSession, "--track", "tone", "--output", downloads.path + "/live-range.mp4"], environment: env)
+        #expect(liveExport.status == 0 && liveExport.stdout.contains("exported tone of session"), "\(liveExport.output)")
+        let liveExportDecode = try tool("ffmpeg", ["-v", "error", "-i", downloads.path + "/live-range.mp4", "-f", "null", "-"])
+        #expect(liveExportDecode.status == 0 && liveExportDecode.stderr.isEmpty, "ffmpeg: \(liveExportDecode.stderr)")
         let cancel = try recordctl(["cancel", cancelledSession], environment: env)
         #expect(cancel.status == 0, "\(cancel.output)")
         #expect(cancel.stdout.contains("cancel requested for session \(cancelledSession)"))

@@ -110,6 +110,10 @@ actor FakeAdminBackend: AdminBackend {
     let broadcaster = EventBroadcaster()
     func subscribeEvents() async -> EventBroadcaster.Subscription? { broadcaster.subscribe() }
 
+    func exportSources(sessionID: String) async throws(AdminError) -> ExportSources {
+        throw AdminError(.notFound, "no session \(sessionID)")
+    }
+
     func finishedRecordingFile(id: String) async throws(AdminError) -> String {
         if let error = failure(for: id) { throw error }
         guard let path = files[id] else { throw AdminError(.notFound, "no recording \(id)") }

@@ -1,5 +1,6 @@
 import AdminModels
 import Foundation
+import Shared
 
 // The live views are reported in the admin API's own types (AdminModels): the registry and
 // the sessions fill in exactly what `GET /v1/agents` and `GET /v1/sessions` publish.
@@ -66,6 +67,25 @@ public protocol AdminBackend: Sendable {
     /// The path of a finished recording's file, for download: `conflict` while it is being
     /// written, `notFound` when it is gone or (symlinks resolved) not inside the data directory.
     func finishedRecordingFile(id: String) async throws(AdminError) -> String
+    /// A session's files in segment order, for an export of a time range: `notFound` for an
+    /// unknown session; files gone from disk or outside the data directory are left out.
+    func exportSources(sessionID: String) async throws(AdminError) -> ExportSources
     /// A stream of agent and session events for `GET /v1/events`; nil when too many are open.
     func subscribeEvents() async -> EventBroadcaster.Subscription?
+}
+
+/// What an export of a session reads: its files, and when it started (wall times in a request
+/// are taken relative to it).
+public struct ExportSources: Sendable, Equatable {
+    public var sessionID: String
+    public var agentID: String
+    public var startedAt: Date
+    public var sources: [SessionExport.Source]
+
+    public init(sessionID: String, agentID: String, startedAt: Date, sources: [SessionExport.Source]) {
+        self.sessionID = sessionID
+        self.agentID = agentID
+        self.startedAt = startedAt
+        self.sources = sources
+    }
 }

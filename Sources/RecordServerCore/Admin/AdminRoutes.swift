@@ -13,6 +13,7 @@ struct AdminRoutes: Sendable {
     let metrics: ServerMetrics
     let token: BearerToken
     let maxBodyBytes: Int
+    let exports = SessionExportRoute(slots: ExportSlots(limit: SessionExportRoute.maxConcurrent), threadPool: .singleton)
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/health") { request, _ in await self.health(request) }
@@ -35,6 +36,10 @@ struct AdminRoutes: Sendable {
             let id = try Self.pathID(context)
             try await self.backend.cancelSession(id: id)
             return AdminResponses.json(ControlResponse(action: "cancel", sessionID: id), status: .accepted)
+        }
+        v1.get("/sessions/{id}/export") { request, context in
+            let query = request.uri.queryParameters.map { (key: String($0.key), value: String($0.value)) }
+            return try await self.exports.response(sessionID: try Self.pathID(context), query: query, backend: self.backend)
         }
         v1.get("/recordings") { request, _ in
             let query = request.uri.queryParameters.map { (key: String($0.key), value: String($0.value)) }

@@ -136,6 +136,25 @@ extension SessionRegistry: AdminBackend {
         return file
     }
 
+    public func exportSources(sessionID: String) async throws(AdminError) -> ExportSources {
+        let session: SessionRecord?
+        let files: [RecordingRecord]
+        do {
+            session = try catalog.session(id: sessionID)
+            files = try catalog.recordings(sessionID: sessionID)
+        } catch {
+            throw AdminError(.unavailable, "catalog: \(error)")
+        }
+        guard let session else { throw AdminError(.notFound, "no session \(sessionID)") }
+        let root = Self.resolvedPath(dataDirectory).map { $0.hasSuffix("/") ? $0 : $0 + "/" }
+        let sources = files.sorted { $0.segmentIndex < $1.segmentIndex }.compactMap { record -> SessionExport.Source? in
+            // The same containment as a download: only files under the data directory are read.
+            guard let root, let path = Self.resolvedPath(record.path), path.hasPrefix(root) else { return nil }
+            return SessionExport.Source(path: path, isLive: record.status == .recording)
+        }
+        return ExportSources(sessionID: sessionID, agentID: session.agentID, startedAt: session.createdAt, sources: sources)
+    }
+
     /// The path with every symlink, `.` and `..` resolved; nil when it does not exist.
     static func resolvedPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
