@@ -74,18 +74,21 @@ public protocol AdminBackend: Sendable {
     func subscribeEvents() async -> EventBroadcaster.Subscription?
 }
 
-/// What an export of a session reads: its files, and when it started (wall times in a request
-/// are taken relative to it).
+/// What an export or a stream of a session reads: its files, whether it is still recording,
+/// and when it started (wall times in a request are taken relative to it).
 public struct ExportSources: Sendable, Equatable {
     public var sessionID: String
     public var agentID: String
     public var startedAt: Date
+    /// Still recording: its files grow, and a stream of it waits for more.
+    public var isLive: Bool
     public var sources: [SessionExport.Source]
 
-    public init(sessionID: String, agentID: String, startedAt: Date, sources: [SessionExport.Source]) {
+    public init(sessionID: String, agentID: String, startedAt: Date, isLive: Bool, sources: [SessionExport.Source]) {
         self.sessionID = sessionID
         self.agentID = agentID
         self.startedAt = startedAt
+        self.isLive = isLive
         self.sources = sources
     }
 }

@@ -14,6 +14,7 @@ struct AdminRoutes: Sendable {
     let token: BearerToken
     let maxBodyBytes: Int
     let exports = SessionExportRoute(slots: ExportSlots(limit: SessionExportRoute.maxConcurrent), threadPool: .singleton)
+    let streams = TrackStreamRoute(slots: ExportSlots(limit: TrackStreamRoute.maxConcurrent), threadPool: .singleton)
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/health") { request, _ in await self.health(request) }
@@ -40,6 +41,12 @@ struct AdminRoutes: Sendable {
         v1.get("/sessions/{id}/export") { request, context in
             let query = request.uri.queryParameters.map { (key: String($0.key), value: String($0.value)) }
             return try await self.exports.response(sessionID: try Self.pathID(context), query: query, backend: self.backend)
+        }
+        v1.get("/sessions/{id}/tracks/{label}/stream") { request, context in
+            let query = request.uri.queryParameters.map { (key: String($0.key), value: String($0.value)) }
+            guard let label = context.parameters.get("label") else { throw AdminAPIError.badRequest("missing track label in path") }
+            return try await self.streams.response(sessionID: try Self.pathID(context), label: label.removingPercentEncoding ?? label,
+                                                   query: query, backend: self.backend)
         }
         v1.get("/recordings") { request, _ in
             let query = request.uri.queryParameters.map { (key: String($0.key), value: String($0.value)) }

@@ -90,7 +90,7 @@ struct SessionExportRoute: Sendable {
     /// Longest session time accepted: 10 years, far from overflowing nanoseconds.
     static let maxSeconds = 315_360_000.0
 
-    private static func sessionNanos(_ text: String, name: String, sessionStart: Date) throws(AdminAPIError) -> Int64 {
+    static func sessionNanos(_ text: String, name: String, sessionStart: Date) throws(AdminAPIError) -> Int64 {
         let seconds: Double
         if let number = Double(text), number.isFinite {
             seconds = number

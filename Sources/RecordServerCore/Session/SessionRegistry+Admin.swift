@@ -152,7 +152,8 @@ extension SessionRegistry: AdminBackend {
             guard let root, let path = Self.resolvedPath(record.path), path.hasPrefix(root) else { return nil }
             return SessionExport.Source(path: path, isLive: record.status == .recording)
         }
-        return ExportSources(sessionID: sessionID, agentID: session.agentID, startedAt: session.createdAt, sources: sources)
+        return ExportSources(sessionID: sessionID, agentID: session.agentID, startedAt: session.createdAt, isLive: isLive(sessionID),
+                             sources: sources)
     }
 
     /// The path with every symlink, `.` and `..` resolved; nil when it does not exist.

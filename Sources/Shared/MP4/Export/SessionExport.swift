@@ -71,9 +71,9 @@ public final class SessionExport: @unchecked Sendable {
     public let toNanos: Int64
     /// Opened while planning and kept open: a file renamed over (faststart) or removed
     /// meanwhile still gives the bytes the plan describes.
-    private let files: [RandomAccessFile]
+    private let files: SourceFiles
 
-    private init(head: [UInt8], pieces: [Piece], size: UInt64, tracks: [Track], fromNanos: Int64, toNanos: Int64, files: [RandomAccessFile]) {
+    private init(head: [UInt8], pieces: [Piece], size: UInt64, tracks: [Track], fromNanos: Int64, toNanos: Int64, files: SourceFiles) {
         self.head = head
         self.pieces = pieces
         self.size = size
@@ -85,13 +85,10 @@ public final class SessionExport: @unchecked Sendable {
 
     /// Reads `count` bytes of a piece's file (a positioned read; safe from several threads).
     public func read(file: Int, offset: UInt64, count: Int) throws(ExportError) -> [UInt8] {
-        let bytes: [UInt8]
-        do { bytes = try files[file].read(count: count, at: offset) } catch { throw ExportError(.io, "\(error)") }
-        guard bytes.count == count else { throw ExportError(.io, "a source file ended early at byte \(offset)") }
-        return bytes
+        try files.read(file: file, offset: offset, count: count)
     }
 
-    public func close() { files.forEach { $0.close() } }
+    public func close() { files.close() }
 
     // MARK: Planning
 
@@ -100,86 +97,24 @@ public final class SessionExport: @unchecked Sendable {
         if let to = request.toNanos, to <= request.fromNanos {
             throw ExportError(.invalidRequest, "to (\(Double(to) / 1e9) s) is not after from (\(Double(request.fromNanos) / 1e9) s)")
         }
-        var files: [RandomAccessFile] = []
-        var merged: [(label: String, timeline: TimelineTrack)] = []
-        var creationTime: Int64?
-        var planned = 0
-        var recordedEnd: Int64?
-        for source in sources {
-            let file: RandomAccessFile
-            let scan: MP4FileScanner.Result
-            do {
-                file = try RandomAccessFile(path: source.path, mode: .readOnly)
-                scan = try MP4FileScanner.scan(file: file, progress: nil)
-            } catch {
-                throw ExportError(.io, "\(source.path): \(error)")
-            }
-            // A live file opened at a split holds nothing until its init segment is written.
-            if source.isLive, scan.movie == nil { continue }
-            if creationTime == nil { creationTime = scan.movie.map { MovieBuilder.unixTime($0.header.creationTime) } }
-            if let span = finishedSpan(scan) {
-                recordedEnd = max(recordedEnd ?? span.upperBound, span.upperBound)
-                if let to = request.toNanos, span.lowerBound >= to { continue }
-                if span.upperBound < TimeScaling.difference(request.fromNanos, 1_000_000_000) { continue }
-            }
-            files.append(file)
-            for timeline in try SessionTimeline.tracks(of: scan, file: files.count - 1, path: source.path) {
-                let label = timeline.track.configuration.label
-                if let at = merged.firstIndex(where: { $0.label == label }) {
-                    guard merged[at].timeline.track.sampleEntry == timeline.track.sampleEntry else {
-                        throw ExportError(.configurationChanges, "track '\(label)' changes its codec configuration in \(source.path) (a setting changed across a restart?): one MP4 track cannot hold both; export the ranges before and after it separately")
-                    }
-                    append(timeline.samples, to: &merged[at].timeline.samples)
-                } else {
-                    merged.append((label, timeline))
-                }
-                planned += timeline.samples.count
-            }
-            // The range's own bound is checked once it is cut; this one bounds the memory of
-            // the files read to find it (at most one file's worth on either side of the range).
-            guard planned <= 2 * maxSamples else {
-                throw ExportError(.tooLarge, "the range spans more than \(maxSamples) samples, more than one export may hold; export a shorter range")
-            }
-        }
-        let available = merged.map(\.label)
+        let loaded = try SessionSamples.load(sources, window: (request.fromNanos, request.toNanos), maxSamples: 2 * maxSamples)
+        let merged = loaded.tracks
         var chosen = merged
         if let labels = request.labels {
-            for label in labels where !available.contains(label) {
-                throw ExportError(.invalidRequest, "the session has no track '\(label)'; it has \(available.joined(separator: ", "))")
-            }
-            chosen = merged.filter { labels.contains($0.label) }
+            for label in labels { _ = try loaded.track(label) }
+            chosen = merged.filter { labels.contains($0.track.configuration.label) }
         }
         guard !chosen.isEmpty else {
-            if let recordedEnd, !merged.isEmpty || sources.count > files.count {
+            if let recordedEnd = loaded.recordedEnd, !merged.isEmpty || loaded.skippedFiles > 0 {
                 throw ExportError(.emptyRange, "the session's tracks end at \(Double(recordedEnd) / 1e9) s, before from (\(Double(request.fromNanos) / 1e9) s)")
             }
             throw ExportError(.emptyRange, "the session has no samples yet")
         }
-        return try build(chosen.map(\.timeline), request: request, creationTime: creationTime ?? 0, files: files)
-    }
-
-    /// Where a finished segment lies on the session timeline. One wholly before `from` (less a
-    /// second, for the sound's pre-roll; a segment starts at a keyframe, so no earlier one is
-    /// needed for the pictures) or after `to` is not read further. nil for a file still being
-    /// recorded, which is always read.
-    private static func finishedSpan(_ scan: MP4FileScanner.Result) -> ClosedRange<Int64>? {
-        guard !scan.isFragmented, let movie = scan.movie, let info = movie.userData?.recordingInfo, movie.header.timescale > 0 else { return nil }
-        let start = info.segmentStartNanos
-        let end = TimeScaling.sum(start, TimeScaling.scale(Int64(clamping: movie.header.duration), by: 1_000_000_000, over: Int64(movie.header.timescale)))
-        return start ... max(start, end)
-    }
-
-    /// Appends a later file's samples; decode times must keep rising (rounding at a file
-    /// boundary can make two equal).
-    private static func append(_ later: [TimelineSample], to samples: inout [TimelineSample]) {
-        for var sample in later {
-            if let last = samples.last, sample.decodeTicks <= last.decodeTicks { sample.decodeTicks = last.decodeTicks + 1 }
-            samples.append(sample)
-        }
+        return try build(chosen, request: request, creationTime: loaded.creationTime, files: loaded.files)
     }
 
     private static func build(_ timelines: [TimelineTrack], request: Request, creationTime: Int64,
-                              files: [RandomAccessFile]) throws(ExportError) -> SessionExport {
+                              files: SourceFiles) throws(ExportError) -> SessionExport {
         let sessionEnd = timelines.compactMap { t in
             t.samples.map { TimeScaling.sum($0.presentationTicks(preSkip: t.track.preSkip), Int64($0.duration)) }.max()
                 .map { TimeScaling.nanos(ticks: $0, timescale: t.track.timescale) }
