@@ -347,7 +347,8 @@ struct EventsCommand: ParsableCommand {
                 print(line.dropFirst(6))
             // An event this recordctl cannot decode (a newer server's) is printed as sent, below.
             } else if let event = try? AdminJSON.decoder().decode(ServerEvent.self, from: data) {
-                print([AdminDates.format(event.at), event.type.rawValue, event.agentID, event.sessionID ?? "", event.status ?? ""]
+                print([AdminDates.format(event.at), event.type.rawValue, event.agentID, event.sessionID ?? "", event.recordingID ?? "",
+                       event.status ?? "", event.message ?? ""]
                     .filter { !$0.isEmpty }.joined(separator: "  "))
             } else {
                 // A newer server's event this recordctl does not know: shown as the server sent it.

@@ -21,6 +21,8 @@ public final class RecordServer: Sendable {
     private let lock: DataDirectoryLock
     private let ingest: IngestServer
     private let admin: AdminServer?
+    /// Posts events to the configured webhook receivers; nil when there are none.
+    private let webhooks: WebhookDispatcher?
     private let logger: Logger
     private let ports = PortRecord()
 
@@ -56,10 +58,13 @@ public final class RecordServer: Sendable {
         ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator,
                               readCoalescing: .milliseconds(configuration.readCoalescingMillis), budgets: configuration.ingestBudgets)
 
+        let webhookTargets = try configuration.webhookTargets()
+        webhooks = webhookTargets.isEmpty ? nil : WebhookDispatcher(targets: webhookTargets, metrics: metrics, logger: logger)
         let storage = self.storage
         registry = SessionRegistry(catalog: catalog, settings: configuration.sessionSettings, maxSessions: configuration.maxSessions,
                                    maxSessionsPerAgent: configuration.maxSessionsPerAgent, metrics: metrics,
-                                   logger: logger, dataDirectory: configuration.dataDirectory, clock: clock) { agentID, sessionID, date in
+                                   logger: logger, dataDirectory: configuration.dataDirectory, clock: clock,
+                                   events: EventBroadcaster(sinks: webhooks.map { [$0] } ?? [])) { agentID, sessionID, date in
             try storage.locate(agentID: agentID, sessionID: sessionID, date: date)
         }
         if configuration.admin.enabled {
@@ -104,9 +109,10 @@ public final class RecordServer: Sendable {
     }
 
     private func serviceGroupConfiguration(signals: [UnixSignal]) -> ServiceGroupConfiguration {
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: IngestService(ingest: ingest, registry: registry, metrics: metrics, logger: logger, ports: ports)),
-        ]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // First, so it stops last: the events of the stop itself are still posted.
+        if let webhooks { services.append(.init(service: WebhookService(dispatcher: webhooks))) }
+        services.append(.init(service: IngestService(ingest: ingest, registry: registry, metrics: metrics, logger: logger, ports: ports)))
         if let admin { services.append(.init(service: admin.makeApplication())) }
         // Graceful shutdown runs in reverse order: housekeeping first suspends every session
         // while the listeners still run, then the admin API and the ingest listener close.

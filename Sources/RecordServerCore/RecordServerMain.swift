@@ -26,6 +26,9 @@ public struct RecordServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("admin-token-file"), help: "File holding the admin API bearer token.") var adminTokenFile: String?
     @Option(name: .customLong("resume-window"), help: "Seconds an interrupted session waits for its agent to resume.") var resumeWindow: Int?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
+    @Option(name: .customLong("webhook"), help: ArgumentHelp(
+        "Post events to a webhook receiver, signed with the secret in a file; repeat for several (replaces the file's webhooks).",
+        valueName: "url,secret-file=path[,events=type+type]")) var webhooks: [String] = []
     @Flag(name: .customLong("insecure-plaintext"), help: "DEVELOPMENT ONLY: no TLS, agents not authenticated.") var insecurePlaintext = false
 
     public init() {}
@@ -58,7 +61,8 @@ public struct RecordServerCommand: AsyncParsableCommand {
         configuration = try configuration.merging(overrides: .init(
             listen: listen, adminListen: adminListen, dataDirectory: dataDirectory, caCertificate: ca, certificate: cert,
             privateKey: key, revocationList: revocationList, adminToken: adminToken, adminTokenFile: adminTokenFile,
-            insecurePlaintext: insecurePlaintext ? true : nil, resumeWindowSeconds: resumeWindow, logLevel: logLevel))
+            insecurePlaintext: insecurePlaintext ? true : nil, resumeWindowSeconds: resumeWindow, logLevel: logLevel,
+            webhooks: webhooks.isEmpty ? nil : webhooks))
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
         let level = configuration.logLevel
         LoggingSystem.bootstrap { label in

@@ -53,7 +53,7 @@ struct RemoteControlTests {
         // events (issue 17): a script following the server sees the session start and end.
         let eventsLog = fixture.server.directory + "/recordctl-events.log"
         let binary = try #require(recordctlBinary)
-        let watcher = try ChildProcess(binary, ["events", "--count", "2", "--json", "--timeout", "1"], environment: env, logPath: eventsLog)
+        let watcher = try ChildProcess(binary, ["events", "--count", "3", "--json", "--timeout", "1"], environment: env, logPath: eventsLog)
         _ = try await eventually("recordctl events to subscribe") { watcher.log.contains("following the events of") ? true : nil }
         // A quiet stream outlives --timeout, which bounds the connection, not the wait for events
         // (it used to end the stream after --timeout seconds without an event: seen in CI).
@@ -117,13 +117,14 @@ struct RemoteControlTests {
         }
         let recordingID = try #require(completed["id"] as? String)
         let file = try #require(completed["path"] as? String)
-        #expect(try await watcher.waitForExit(within: .seconds(20)) == 0, "recordctl events --count 2: \(watcher.log)")
+        #expect(try await watcher.waitForExit(within: .seconds(20)) == 0, "recordctl events --count 3: \(watcher.log)")
         let seen = watcher.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]  // nil fails the next line's check
         }
-        #expect(seen.map { $0?["type"] as? String } == ["session.started", "session.ended"], "\(watcher.log)")
+        #expect(seen.map { $0?["type"] as? String } == ["session.started", "recording.finished", "session.ended"], "\(watcher.log)")
         #expect(seen.allSatisfy { $0?["session_id"] as? String == sessionID })
         #expect(seen.last??["status"] as? String == "completed")
+        #expect(seen.dropFirst().first??["recording_id"] as? String == sessionID + "-0001")
         #expect(FileManager.default.fileExists(atPath: file))
         let one = try recordctl(["recording", recordingID, "--json"], environment: env)
         #expect(one.status == 0, "\(one.output)")

@@ -4,7 +4,7 @@ import Shared
 import Testing
 
 /// The value of one series (`name` or `name{labels}`) in a Prometheus text page, nil if absent.
-private func seriesValue(_ series: String, in page: String) -> Double? {
+func seriesValue(_ series: String, in page: String) -> Double? {
     for line in page.split(separator: "\n") where line.hasPrefix(series + " ") {
         return Double(line.dropFirst(series.count + 1))
     }

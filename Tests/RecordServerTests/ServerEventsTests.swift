@@ -26,14 +26,15 @@ struct ServerEventsTests {
         #expect(closed.outcome == .finalized)
         await agent.disconnect()
 
-        let events = try await eventually("four events") { () -> [ServerEvent]? in
+        let events = try await eventually("five events") { () -> [ServerEvent]? in
             let parsed = Self.events(in: curl.log)
-            return parsed.count >= 4 ? parsed : nil
+            return parsed.count >= 5 ? parsed : nil
         }
-        #expect(events.map(\.type) == [.agentOnline, .sessionStarted, .sessionEnded, .agentOffline], "\(curl.log)")
+        #expect(events.map(\.type) == [.agentOnline, .sessionStarted, .recordingFinished, .sessionEnded, .agentOffline], "\(curl.log)")
         #expect(events.allSatisfy { $0.agentID == "agent-1" })
-        #expect(events[1].sessionID == "s-events" && events[2].sessionID == "s-events")
-        #expect(events[2].status == "completed")
+        #expect(events[1].sessionID == "s-events" && events[2].sessionID == "s-events" && events[3].sessionID == "s-events")
+        #expect(events[2].recordingID == "s-events-0001" && events[2].status == "completed")
+        #expect(events[3].status == "completed")
         // Each SSE `event:` field names the same type as its data.
         #expect(curl.log.components(separatedBy: "\n").filter { $0.hasPrefix("event: ") }
                 == events.map { "event: \($0.type.rawValue)" })

@@ -1,9 +1,16 @@
 import AdminModels
 import NIOConcurrencyHelpers
 
-/// Fans server events out to the subscribers of `GET /v1/events`. Publishing never waits:
-/// each subscriber has its own buffer of the newest ``bufferedEvents`` events, and one that
-/// does not keep up loses the oldest — a slow or stalled client never slows ingest.
+/// Takes server events without waiting: whatever it does with one (queue it for a webhook)
+/// must not block, since the registry and the sessions publish from their own turns.
+public protocol ServerEventSink: Sendable {
+    func accept(_ event: ServerEvent)
+}
+
+/// Fans server events out to the subscribers of `GET /v1/events` and to the sinks it was made
+/// with (the webhooks). Publishing never waits: each subscriber has its own buffer of the
+/// newest ``bufferedEvents`` events, and one that does not keep up loses the oldest — a slow or
+/// stalled client never slows ingest; a sink only queues.
 public final class EventBroadcaster: Sendable {
     /// What a subscriber reads: an event, or a reminder that the stream is alive.
     public enum Item: Sendable, Equatable {
@@ -39,6 +46,11 @@ public final class EventBroadcaster: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    private let sinks: [any ServerEventSink]
+
+    public init(sinks: [any ServerEventSink] = []) {
+        self.sinks = sinks
+    }
 
     /// A new subscription, or nil when ``maxSubscribers`` are open or the server is stopping.
     func subscribe() -> Subscription? {
@@ -57,7 +69,10 @@ public final class EventBroadcaster: Sendable {
         return Subscription(events: stream, continuation: continuation)
     }
 
-    func publish(_ event: ServerEvent) { send(.event(event)) }
+    func publish(_ event: ServerEvent) {
+        send(.event(event))
+        for sink in sinks { sink.accept(event) }
+    }
 
     func sendKeepAlive() { send(.keepAlive) }
 
@@ -68,7 +83,8 @@ public final class EventBroadcaster: Sendable {
 
     var subscriberCount: Int { state.withLockedValue { $0.subscribers.count } }
 
-    /// The server is stopping: every stream ends, and no new one starts.
+    /// The server is stopping: every stream ends, and no new one starts. Sinks go on taking
+    /// events (the webhooks stop with their own service, after ingest).
     func finishAll() {
         let subscribers = state.withLockedValue { state in
             state.finished = true

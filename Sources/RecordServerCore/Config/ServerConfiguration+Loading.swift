@@ -20,10 +20,13 @@ extension ServerConfiguration {
         public var insecurePlaintext: Bool?
         public var resumeWindowSeconds: Int?
         public var logLevel: String?
+        /// Replaces `webhooks`: each `URL,secret-file=PATH[,events=TYPE+TYPE…]` (``Webhook/parse(_:field:)``).
+        public var webhooks: [String]?
 
         public init(listen: String? = nil, adminListen: String? = nil, dataDirectory: String? = nil, caCertificate: String? = nil,
                     certificate: String? = nil, privateKey: String? = nil, revocationList: String? = nil, adminToken: String? = nil,
-                    adminTokenFile: String? = nil, insecurePlaintext: Bool? = nil, resumeWindowSeconds: Int? = nil, logLevel: String? = nil) {
+                    adminTokenFile: String? = nil, insecurePlaintext: Bool? = nil, resumeWindowSeconds: Int? = nil, logLevel: String? = nil,
+                    webhooks: [String]? = nil) {
             self.listen = listen
             self.adminListen = adminListen
             self.dataDirectory = dataDirectory
@@ -36,6 +39,7 @@ extension ServerConfiguration {
             self.insecurePlaintext = insecurePlaintext
             self.resumeWindowSeconds = resumeWindowSeconds
             self.logLevel = logLevel
+            self.webhooks = webhooks
         }
     }
 
@@ -114,6 +118,14 @@ extension ServerConfiguration {
         if let value = overrides.insecurePlaintext { config.insecurePlaintext = value }
         if let value = overrides.resumeWindowSeconds { config.resumeWindowSeconds = value }
         if let value = overrides.logLevel { config.logLevel = try Self.parseLogLevel(value, field: "--log-level") }
+        if let values = overrides.webhooks {
+            config.webhooks = []
+            for value in values {
+                var webhook = try Webhook.parse(value, field: "--webhook")
+                webhook.secretFile = absolute(webhook.secretFile)
+                config.webhooks.append(webhook)
+            }
+        }
         return config
     }
 
@@ -153,6 +165,7 @@ extension ServerConfiguration {
         tls.revocationList = tls.revocationList.map { Self.absolute($0, base: base) }
         bearerTokens = bearerTokens.map { Self.absolute($0, base: base) }
         admin.tokenFile = admin.tokenFile.map { Self.absolute($0, base: base) }
+        for n in webhooks.indices { webhooks[n].secretFile = Self.absolute(webhooks[n].secretFile, base: base) }
     }
 
     static func absolute(_ path: String, base: String) -> String {

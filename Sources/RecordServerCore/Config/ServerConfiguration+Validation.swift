@@ -111,6 +111,7 @@ extension ServerConfiguration {
         if !(shutdownGraceSeconds.isFinite && shutdownGraceSeconds >= 0 && shutdownGraceSeconds <= 600) {
             fail("shutdownGraceSeconds", "must be from 0 to 600 seconds (got \(shutdownGraceSeconds))")
         }
+        found += webhookProblems()
         return found
     }
 

@@ -152,6 +152,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     /// How long a shutdown waits for sessions to finish their files.
     public var shutdownGraceSeconds: Double = 10
     public var logLevel = Logger.Level.info
+    /// Receivers of signed event posts (docs/admin-api.md, "Webhooks"); none by default.
+    public var webhooks: [Webhook] = []
 
     /// The defaults.
     public init() {}
@@ -160,7 +162,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case ingest, admin, dataDirectory, tls, bearerTokens, insecurePlaintext, resumeWindowSeconds, fsync, fragmentSeconds,
-             segment, maxSessions, maxSessionsPerAgent, partialFrameBudgetBytes, minFrameBytesPerSecond, sessionQueueBytes, readCoalescingMillis, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel
+             segment, maxSessions, maxSessionsPerAgent, partialFrameBudgetBytes, minFrameBytesPerSecond, sessionQueueBytes, readCoalescingMillis, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel,
+             webhooks
     }
 
     public init(from decoder: any Decoder) throws {
@@ -195,6 +198,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         if let raw = try c.decodeIfPresent(String.self, forKey: .logLevel) {
             logLevel = try Self.parseLogLevel(raw, field: StrictDecoding.path(decoder.codingPath, CodingKeys.logLevel))
         }
+        webhooks = try c.decodeIfPresent([Webhook].self, forKey: .webhooks) ?? d.webhooks
     }
 
     /// Encodes every field, absent optionals as `null`, so the output documents all options.
@@ -220,6 +224,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         try c.encode(retention, forKey: .retention)
         try c.encode(shutdownGraceSeconds, forKey: .shutdownGraceSeconds)
         try c.encode(logLevel.rawValue, forKey: .logLevel)
+        try c.encode(webhooks, forKey: .webhooks)
     }
 
     static func parseLogLevel(_ raw: String, field: String) throws(ConfigurationError) -> Logger.Level {

@@ -1,3 +1,4 @@
+import AdminModels
 import Foundation
 import Shared
 
@@ -31,6 +32,21 @@ extension RecordingSession {
         // A segment that closed while the session goes on is complete whatever happens later.
         if status == .recording { record.status = .completed }
         catalogWrite("recording \(record.id)") { try catalog.upsertRecording(record) }
+        announceFinished(segment: summary.index, status: record.status, message: nil)
+    }
+
+    /// Publishes that a file of the session is final (`recording.finished`, `.failed` or
+    /// `.recovered`, for `GET /v1/events` and the webhooks), once per file in this process:
+    /// a catalog repair writing the row again announces nothing.
+    func announceFinished(segment index: Int, status: RecordingStatus, message: String?) {
+        guard status != .recording, announcedSegments.insert(index).inserted else { return }
+        let type: ServerEvent.Kind = switch status {
+        case .failed: .recordingFailed
+        case .recovered: .recordingRecovered
+        case .recording, .completed, .interrupted, .cancelled: .recordingFinished
+        }
+        events.publish(ServerEvent(type: type, agentID: agentID, sessionID: id.value, recordingID: Self.recordingID(id, index),
+                                   status: status.rawValue, message: message))
     }
 
     func recordSegmentFile(_ index: Int, path: String, status: RecordingStatus, size: Int64?, error: String?) {

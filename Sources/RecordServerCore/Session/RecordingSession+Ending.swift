@@ -137,13 +137,15 @@ extension RecordingSession {
             do {
                 let report = try MP4Recovery.recover(path: file.path)
                 recordSegmentFile(file.index, path: file.path, status: fileStatus, size: Int64(report.fileSize), error: last ? reason : nil)
+                announceFinished(segment: file.index, status: fileStatus, message: last ? reason : nil)
             } catch where error.code == .noCompleteFragment {
                 // Nothing of it ever became durable: no media, nothing acknowledged. It goes.
                 emptySegments.insert(file.index)
                 removeEmptyRecording(file)
             } catch {
-                recordSegmentFile(file.index, path: file.path, status: fileStatus, size: nil,
-                                  error: reason + " (file left fragmented; run recordctl recover)")
+                let message = reason + " (file left fragmented; run recordctl recover)"
+                recordSegmentFile(file.index, path: file.path, status: fileStatus, size: nil, error: message)
+                announceFinished(segment: file.index, status: fileStatus, message: message)
             }
         }
         finished(as: status, reason: reason)
@@ -201,6 +203,12 @@ extension RecordingSession {
         phase = .finished(result.status, .recovered(result))
         metrics.sessionEnded(outcome: result.status)
         writeRows(of: result)
+        for file in result.files {
+            switch file {
+            case .recovered(let row), .failed(let row): announceFinished(segment: row.segmentIndex, status: row.status, message: row.error)
+            case .removedEmpty: break  // nothing was kept: no recording to announce
+            }
+        }
     }
 
     /// Recovers each file the catalog lists as still `recording`; nil when the rows cannot

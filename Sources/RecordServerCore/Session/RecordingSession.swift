@@ -48,6 +48,10 @@ actor RecordingSession {
     /// The session's files while they are open; nil while dormant.
     var muxer: MP4Muxer?
     let catalog: any RecordingCatalog
+    /// Where the session says that a file of it is final (``announceFinished(segment:status:message:)``).
+    let events: EventBroadcaster
+    /// The files announced final in this process, so that each is announced once.
+    var announcedSegments: Set<Int> = []
     var settings: SessionSettings
     let metrics: IngestMetrics
     var logger: Logger
@@ -84,25 +88,26 @@ actor RecordingSession {
 
     /// A session its agent has just opened, recording into `muxer`.
     init(id: SessionID, agentID: String, open: SessionOpen, directory: String, startedAt: Date, muxer: MP4Muxer,
-         connection: UInt64, catalog: any RecordingCatalog, settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
+         connection: UInt64, catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics,
+         logger: Logger) {
         self.init(id: id, agentID: agentID, labels: Self.labels(of: open), directory: directory, baseName: muxer.configuration.baseName,
                   startedAt: startedAt, phase: .attached(connection: connection), open: open, muxer: muxer, catalog: catalog,
-                  settings: settings, metrics: metrics, logger: logger)
+                  events: events, settings: settings, metrics: metrics, logger: logger)
     }
 
     /// A session the catalog lists as unfinished after a server restart: it waits for its
     /// agent until `deadline` (``attach(connection:)`` reopens its files), or is finalized by
     /// recovery (``expire(as:)``).
     init(foundAfterRestart record: SessionRecord, id: SessionID, baseName: String, deadline: ContinuousClock.Instant,
-         catalog: any RecordingCatalog, settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
+         catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
         self.init(id: id, agentID: record.agentID, labels: record.labels, directory: record.directory, baseName: baseName,
                   startedAt: record.createdAt, phase: .dormant(deadline: deadline), open: nil, muxer: nil, catalog: catalog,
-                  settings: settings, metrics: metrics, logger: logger)
+                  events: events, settings: settings, metrics: metrics, logger: logger)
     }
 
     private init(id: SessionID, agentID: String, labels: [String: String], directory: String, baseName: String, startedAt: Date,
-                 phase: Phase, open: SessionOpen?, muxer: MP4Muxer?, catalog: any RecordingCatalog, settings: SessionSettings,
-                 metrics: IngestMetrics, logger: Logger) {
+                 phase: Phase, open: SessionOpen?, muxer: MP4Muxer?, catalog: any RecordingCatalog, events: EventBroadcaster,
+                 settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
         self.id = id
         self.agentID = agentID
         self.labels = labels
@@ -114,6 +119,7 @@ actor RecordingSession {
         self.muxer = muxer
         tracks = open.map(Self.statistics) ?? [:]
         self.catalog = catalog
+        self.events = events
         self.settings = settings
         self.metrics = metrics
         acknowledged = 0

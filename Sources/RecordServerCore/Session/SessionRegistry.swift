@@ -24,8 +24,9 @@ public actor SessionRegistry {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let catalog: any RecordingCatalog
-    /// What `GET /v1/events` streams: agents coming and going, sessions starting and ending.
-    nonisolated let events = EventBroadcaster()
+    /// What `GET /v1/events` streams and the webhooks post: agents coming and going, sessions
+    /// starting and ending, recording files becoming final.
+    nonisolated let events: EventBroadcaster
     nonisolated let dataDirectory: String
     nonisolated let startedAt = Date()
     private let settings: SessionSettings
@@ -53,8 +54,9 @@ public actor SessionRegistry {
 
     public init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
                 metrics: any IngestMetrics, logger: Logger, dataDirectory: String, clock: any ServerClock = SystemServerClock(),
-                locate: @escaping SessionLocator) {
+                events: EventBroadcaster = EventBroadcaster(), locate: @escaping SessionLocator) {
         self.catalog = catalog
+        self.events = events
         self.clock = clock
         self.dataDirectory = dataDirectory
         self.settings = settings
@@ -145,7 +147,7 @@ public actor SessionRegistry {
                                 createdAt: now, directory: location.directory)
         CatalogWrites.attempt("session \(row.id)", logger: logger, metrics: metrics) { try catalog.insertSession(row) }
         let session = RecordingSession(id: open.sessionID, agentID: agentID, open: open, directory: location.directory, startedAt: now,
-                                       muxer: muxer, connection: connection, catalog: catalog, settings: settings,
+                                       muxer: muxer, connection: connection, catalog: catalog, events: events, settings: settings,
                                        metrics: metrics, logger: logger)
         sessions[open.sessionID] = session
         for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: .opened(open.sessionID.value)) }
@@ -238,6 +240,7 @@ public actor SessionRegistry {
         if report.code == .captureFailed {
             metrics.captureFailed()
             updateAgent(agentID, connection: connection) { $0.captureFailure = CaptureFailureInfo(message: report.message, at: Date()) }
+            events.publish(ServerEvent(type: .agentCaptureFailed, agentID: agentID, message: report.message))
         }
         for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: .refused(report)) }
     }
@@ -265,7 +268,7 @@ public actor SessionRegistry {
             // The layout's name; if locating fails, the same default the layout uses (resume reports any real problem).
             let baseName = (try? locate(record.agentID, id, record.createdAt).baseName) ?? StorageLayout.baseName
             sessions[id] = RecordingSession(foundAfterRestart: record, id: id, baseName: baseName, deadline: deadline,
-                                            catalog: catalog, settings: settings, metrics: metrics, logger: logger)
+                                            catalog: catalog, events: events, settings: settings, metrics: metrics, logger: logger)
             // Counted live while it waits: it ends either resumed-then-finished or recovered.
             metrics.sessionStarted()
             logger.notice("found an unfinished session from before the restart; waiting for its agent", metadata: ["session": "\(record.id)"])

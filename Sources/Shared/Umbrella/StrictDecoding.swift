@@ -29,7 +29,9 @@ public enum StrictDecoding {
     /// The keys of the object being decoded that `known` lacks, or nil when there are none.
     public static func unknownKeys<Key: CodingKey & CaseIterable>(in decoder: any Decoder, known: Key.Type) throws -> UnknownKeys? {
         let present = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-        return unknownKeys(present, known: Key.allCases.map(\.stringValue), at: decoder.codingPath.map(\.stringValue))
+        // An array element is named by its index, as in `path(_:_:)`: `webhooks[0]`, not `webhooks.Index 0`.
+        let place = decoder.codingPath.map { key in key.intValue.map { "[\($0)]" } ?? key.stringValue }
+        return unknownKeys(present, known: Key.allCases.map(\.stringValue), at: place)
     }
 
     /// As above, for a JSON object already parsed (`JSONSerialization`): checks `object` and,
@@ -59,10 +61,11 @@ public enum StrictDecoding {
         let described = unknown.map { name in
             suggestion(for: name, among: known).map { "\"\(name)\" (did you mean \"\($0)\"?)" } ?? "\"\(name)\""
         }
-        let place = codingPath.isEmpty ? "at the top level" : "in \"\(codingPath.joined(separator: "."))\""
+        func dotted(_ path: [String]) -> String { path.joined(separator: ".").replacingOccurrences(of: ".[", with: "[") }
+        let place = codingPath.isEmpty ? "at the top level" : "in \"\(dotted(codingPath))\""
         let message = "unknown key\(unknown.count == 1 ? "" : "s") \(described.joined(separator: ", ")) \(place); "
             + "remove or correct \(unknown.count == 1 ? "it" : "them"). Known keys: \(known.joined(separator: ", "))"
-        return UnknownKeys(fields: unknown.map { (codingPath + [$0]).joined(separator: ".") }, message: message)
+        return UnknownKeys(fields: unknown.map { dotted(codingPath + [$0]) }, message: message)
     }
 
     /// `ingest.port`-style path of a coding path (plus an optional last key).
