@@ -77,6 +77,9 @@ struct StartupContractTests {
         }),
         ("a wrong type", ["fragmentSeconds"], { try editJSON($0) { $0["fragmentSeconds"] = "one" } }),
         ("a file that is not JSON", ["JSON"], { _ in Data("{ this is not JSON".utf8) }),
+        ("a webhook without its secret file", ["webhooks[0].secretFile", "/nonexistent/hook.secret"], {
+            try editJSON($0) { $0["webhooks"] = [["url": "https://hooks.example.com/x", "secretFile": "/nonexistent/hook.secret"]] }
+        }),
     ]
 
     static func editJSON(_ data: Data, _ edit: (inout [String: Any]) -> Void) throws -> Data {

@@ -49,6 +49,7 @@ struct WebhookConfigurationTests {
     @Test func aMissingEmptyShortOrWorldReadableSecretIsRefusedNamingTheFile() throws {
         let missing = try onlyProblem(configuration([.init(url: "https://h.example/x", secretFile: directory.path + "/absent.secret")]))
         #expect(missing.field == "webhooks[0].secretFile" && missing.message.contains(directory.path + "/absent.secret"), "\(missing)")
+        #expect(missing.message.contains("No such file") && missing.message.contains("openssl rand -hex 32"), "the cause and the fix: \(missing)")
 
         let empty = try onlyProblem(configuration([.init(url: "https://h.example/x", secretFile: try secretFile("\n", name: "empty"))]))
         #expect(empty.message.contains("empty"), "\(empty)")

@@ -81,6 +81,49 @@ struct WebhookTests {
         await hanging.stop()
     }
 
+    /// The events that come from elsewhere than a session's own end: an agent's capture
+    /// failure, and a file finalized by recovery when a suspended session is not resumed after
+    /// a restart. The receiver asked for these types only, and gets nothing else.
+    @Test(.timeLimit(.minutes(2)))
+    func aCaptureFailureAndARecoveryAfterARestartArePostedToAReceiverThatAskedForThem() async throws {
+        let fixture = try ServerFixture(prefix: "webhooks-recovery", resumeWindowSeconds: 1)
+        let secretFile = try Self.writeSecret(in: fixture.directory)
+        let receiver = try await WebhookReceiver.start(in: fixture.directory, name: "receiver", secretFile: secretFile)
+        let wanted: [ServerEvent.Kind] = [.agentCaptureFailed, .recordingRecovered, .sessionEnded]
+        fixture.configuration.webhooks = [.init(url: receiver.url, secretFile: secretFile, events: wanted.map(\.rawValue))]
+        let port = try await fixture.start()
+
+        let agent = try await fixture.connectAgent("agent-1", port: port)
+        let reason = "cannot open /dev/video0: No such device"
+        try await agent.send(.error(ErrorReport(code: .captureFailed, scope: .session, message: reason)))
+        let content = try SessionContent.make(sessionID: "s-recover", seconds: 3)
+        _ = try await agent.open(content.open)
+        for sample in content.samples { try await agent.send(.sample(sample)) }
+        try await agent.send(.heartbeat(Heartbeat(nonce: 1, originTime: 0)))
+        _ = try await agent.wait(for: "heartbeat reply") { _ in true }
+        #expect(agent.highestAck > 0, "a fragment is durable, so recovery keeps the file")
+        // A graceful stop suspends the session; after the restart nobody resumes it.
+        await fixture.stop()
+        await agent.disconnect()
+        _ = try await fixture.start()
+
+        let requests = try await eventually("the recovery's events") { () -> [WebhookReceiver.Request]? in
+            let seen = receiver.requests
+            return seen.count >= wanted.count ? seen : nil
+        }
+        #expect(requests.map(\.event) == wanted.map(\.rawValue), "\(receiver.log)")
+        #expect(requests.allSatisfy { $0.signatureValid })
+        let events = try requests.map { try AdminJSON.decoder().decode(ServerEvent.self, from: Data($0.body.utf8)) }
+        #expect(events[0].agentID == "agent-1" && events[0].message == reason)
+        let row = try #require(try fixture.recordings(session: "s-recover").first)
+        #expect(row.status == .recovered)
+        #expect(events[1].recordingID == row.id && events[1].status == "recovered" && events[1].sessionID == "s-recover")
+        #expect(events[2].status == "recovered")
+        await fixture.stop()
+        #expect(receiver.requests.count == wanted.count, "no other type was posted: \(receiver.log)")
+        await receiver.stop()
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aTargetThatFailsFirstGetsTheEventAfterARetryAndOneThatAlwaysFailsIsGivenUp() async throws {
         let directory = try TemporaryDirectory(prefix: "webhook-retry")

@@ -110,7 +110,11 @@ extension ServerConfiguration {
     /// The secret in `path`. It signs every post, so a file every user of the host may read
     /// is refused, as are a missing, empty or short one.
     static func webhookSecret(_ path: String, field: String) throws(ConfigurationError) -> String {
-        let secret = try readSecret(path, field: field)
+        let secret: String
+        do { secret = try readSecret(path, field: field) } catch {
+            throw ConfigurationError(.invalidValue, field: field, error.message + "; point secretFile at a file holding the " +
+                                     "receiver's secret, e.g. made with `openssl rand -hex 32 > \(path) && chmod 600 \(path)`")
+        }
         var info = stat()
         if stat(path, &info) == 0, info.st_mode & 0o004 != 0 {
             throw ConfigurationError(.invalidValue, field: field,

@@ -12,8 +12,9 @@ public struct WebhookTargetMetrics: Sendable {
         case retried
         /// The last attempt failed: given up.
         case failed
-        /// Never attempted to the end: pushed out of a full queue, or still queued (or waiting
-        /// for a retry) when the server stopped.
+        /// Never attempted to the end: pushed out of a full queue, still queued (or waiting for
+        /// a retry, or in flight) when the grace at the server's stop ran out, or published
+        /// after the webhooks stopped taking events.
         case dropped
     }
 
