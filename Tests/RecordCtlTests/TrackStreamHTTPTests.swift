@@ -18,7 +18,9 @@ struct TrackStreamHTTPTests {
             let list = try recordctl(["agents", "--json"], environment: env).json()["agents"] as? [[String: Any]] ?? []
             return list.isEmpty ? nil : true
         }
-        let started = try recordctl(["start", "--agent", "cam-s", "--wait", "15", "--json"], environment: env)
+        // Generous waits: the whole suite runs servers and encoders side by side on two cores.
+        let started = try recordctl(["start", "--agent", "cam-s", "--wait", "30", "--json"] + RemoteControlTests.pollTimeout, environment: env)
+        try #require(started.status == 0, "\(started.output)")
         let sessionID = try #require(try started.json()["session_id"] as? String, "\(started.output)")
         let url = fixture.adminURL + "/v1/sessions/\(sessionID)/tracks/front/stream"
         let auth = "Authorization: Bearer \(ServerWithAgent.adminToken)"
@@ -35,13 +37,13 @@ struct TrackStreamHTTPTests {
             let size = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
             return size > 60_000 ? true : nil
         }
-        #expect(try recordctl(["stop", sessionID], environment: env).status == 0)
+        #expect(try recordctl(["stop", sessionID] + RemoteControlTests.pollTimeout, environment: env).status == 0)
         #expect(try await curl.waitForExit(within: .seconds(30)) == 0, "the stream ends with the session: \(curl.log)")
         let head = try String(contentsOfFile: headers, encoding: .utf8).lowercased()
         #expect(head.contains("content-type: video/mp4; codecs=\"avc1.") && head.contains("x-stream-start: "), "\(head)")
 
         let recording = try await eventually("the recording to complete") { () -> [String: Any]? in
-            let list = try recordctl(["recordings", "--json"], environment: env).json()["recordings"] as? [[String: Any]] ?? []
+            let list = try RemoteControlTests.recordings(env)
             return list.first { $0["session_id"] as? String == sessionID && $0["status"] as? String == "completed" }
         }
         let file = try #require(recording["path"] as? String)
