@@ -12,7 +12,7 @@ import TestSupport
 /// The recordctl executable built next to the tests (`swift build --build-tests` builds it).
 let recordctlBinary = BuiltProducts.path("recordctl")
 
-struct CommandResult {
+struct CommandResult: Sendable {
     var arguments: [String] = []
     var status: Int32
     var stdout: String

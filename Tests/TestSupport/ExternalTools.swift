@@ -1,7 +1,7 @@
 import Foundation
 
 /// Output of a finished child process.
-public struct ToolOutput {
+public struct ToolOutput: Sendable {
     public var status: Int32
     public var stdout: Data
     public var stderr: String
@@ -33,8 +33,14 @@ public func runTool(_ tool: String, _ arguments: [String]) throws -> ToolOutput 
 /// pool would hold one of its threads (two on a two-core machine) while the server's tasks
 /// need them to answer, and with two such waits both sides wait forever.
 public func runToolOffPool(_ tool: String, _ arguments: [String]) async throws -> ToolOutput {
+    try await offPool { try runTool(tool, arguments) }
+}
+
+/// Runs blocking work (a child process that talks to a server in the test's process) on a
+/// thread of its own; see ``runToolOffPool(_:_:)`` for why.
+public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try runTool(tool, arguments) }) }.start()
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 
