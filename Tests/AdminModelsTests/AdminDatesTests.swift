@@ -29,4 +29,25 @@ struct AdminDatesTests {
         #expect(AdminDates.parse("2024-05-01T10:00:00Z") == Date(timeIntervalSince1970: 1_714_557_600))
         #expect(AdminDates.parse("2024-05-01") == nil)
     }
+
+    /// Every RFC 3339 date-time (what OpenAPI's `date-time` format is) is read: schemathesis
+    /// found `ISO8601FormatStyle` alone refusing an offset past ±18:00 ("+19:21", 400 for a
+    /// valid `since`); it refused `t`/`z` in lower case too.
+    @Test(arguments: [
+        ("2024-05-01T10:00:00+19:21", 1_714_487_940.0),  // 2024-05-01T10:00:00Z is 1_714_557_600
+        ("2024-05-01T10:00:00-23:59", 1_714_643_940.0),
+        ("2024-05-01t10:00:00z", 1_714_557_600.0),
+        ("2024-05-01T10:00:00.011878-03:08", 1_714_568_880.011878),
+        ("2024-05-01T10:00:00.5Z", 1_714_557_600.5),
+    ] as [(String, Double)])
+    func queriesAcceptEveryRFC3339DateTime(text: String, seconds: Double) throws {
+        let date = try #require(AdminDates.parse(text), "\(text)")
+        #expect(abs(date.timeIntervalSince1970 - seconds) < 0.001, "\(text): \(date)")
+    }
+
+    @Test(arguments: ["2024-05-01T10:00:00", "2024-05-01T10:00:00+24:00", "2024-05-01T10:00:00+02:60", "2024-05-01T10:00:00+0200",
+                      "2024-05-01 10:00:00Z", "yesterday", ""])
+    func queriesRefuseWhatIsNotAnRFC3339DateTime(text: String) {
+        #expect(AdminDates.parse(text) == nil, "\(text)")
+    }
 }

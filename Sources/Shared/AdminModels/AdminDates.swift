@@ -5,10 +5,28 @@ public enum AdminDates {
     private static let fractional = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
     private static let whole = Date.ISO8601FormatStyle()
 
-    /// Accepts full date-times with `Z` or a numeric offset, with or without fractional seconds.
-    /// (A text neither style reads is not a date: nil, whatever the style's error says.)
+    /// Accepts RFC 3339 date-times (OpenAPI's `date-time`): `Z` or a `±hh:mm` offset, with or
+    /// without fractional seconds, `T` and `Z` in either case.
+    ///
+    /// The offset is taken off here and the rest read as UTC: `ISO8601FormatStyle` refuses
+    /// offsets past ±18:00 (a `TimeZone`'s range), which RFC 3339 allows up to ±23:59, and
+    /// reads `+02:60` as `+03:00`.
     public static func parse(_ text: String) -> Date? {
-        (try? fractional.parse(text)) ?? (try? whole.parse(text))
+        guard let (utc, offsetSeconds) = splitOffset(text.uppercased()) else { return nil }
+        // A text neither style reads is not a date: nil, whatever the style's error says.
+        let date = (try? fractional.parse(utc)) ?? (try? whole.parse(utc))
+        return date?.addingTimeInterval(-offsetSeconds)
+    }
+
+    /// `…Z` or `…±hh:mm` (RFC 3339 §5.6) as the same time with `Z` and the offset in seconds.
+    private static func splitOffset(_ text: String) -> (String, TimeInterval)? {
+        if text.hasSuffix("Z") { return (text, 0) }
+        let offset = Array(text.utf8.suffix(6))
+        guard offset.count == 6, offset[0] == UInt8(ascii: "+") || offset[0] == UInt8(ascii: "-"), offset[3] == UInt8(ascii: ":"),
+              let hours = Int(String(decoding: offset[1 ... 2], as: UTF8.self)), (0 ... 23).contains(hours),
+              let minutes = Int(String(decoding: offset[4 ... 5], as: UTF8.self)), (0 ... 59).contains(minutes) else { return nil }
+        let seconds = TimeInterval(hours * 3600 + minutes * 60)
+        return (String(text.dropLast(6)) + "Z", offset[0] == UInt8(ascii: "+") ? seconds : -seconds)
     }
 
     /// The date truncated to whole milliseconds.
