@@ -23,9 +23,16 @@ extension SessionRegistry: AdminBackend {
     /// opened it within ``startWait``. An agent that refuses (a camera that does not open)
     /// is a `conflict` that names its reason.
     public func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
+        // StartSession carries the labels, within the protocol's bounds: past them the command
+        // could not be encoded and the agent would never hear of the start.
+        let limits = ProtocolLimits.default
+        guard labels.count <= limits.maxLabels else { throw AdminError(.badRequest, "\(labels.count) labels; at most \(limits.maxLabels)") }
         var wireLabels: [Label] = []
         for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
             guard let k = try? Identifier(validating: key) else { throw AdminError(.badRequest, "label key \"\(key)\" is not a valid identifier") }
+            guard value.utf8.count <= limits.maxStringBytes else {
+                throw AdminError(.badRequest, "label \"\(key)\" is \(value.utf8.count) bytes long; at most \(limits.maxStringBytes)")
+            }
             wireLabels.append(Label(k, value))
         }
         // A start is idempotent: an agent that records already is left alone (issue 13, finding 3:
