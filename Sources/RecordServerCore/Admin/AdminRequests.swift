@@ -1,5 +1,6 @@
 import AdminModels
 import Foundation
+import Shared
 
 /// Parsing and validation of admin API input. Everything here is strict on purpose: an unknown
 /// query parameter or body key is far more likely a typo (`state=` for `status=`) than a wish
@@ -28,7 +29,13 @@ enum AdminRequests {
 
         var filter = RecordingFilter(limit: defaultLimit)
         if let agent = values["agent"] {
-            filter.agentID = try validatedID(agent, what: "agent")
+            // Agent ids are protocol identifiers: any other text can name no agent, so it is a
+            // typo to report, not a filter that silently matches nothing.
+            let id = try validatedID(agent, what: "agent")
+            guard (try? Identifier(validating: id)) != nil else {
+                throw .badRequest("invalid agent \"\(id)\"; expected an agent id: 1 to 64 of A-Z a-z 0-9 . _ - starting with a letter or digit")
+            }
+            filter.agentID = id
         }
         if let status = values["status"] {
             guard let parsed = RecordingStatus(rawValue: status) else {
