@@ -103,7 +103,10 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            // The admin API's OpenAPI document, served at GET /v1/openapi.yaml: a symlink to
+            // docs/openapi.yaml, compiled in as bytes (PackageResources.openapi_yaml).
+            resources: [.embedInCode("Admin/openapi.yaml")]
         ),
         .target(
             name: "RecordCtlCore",

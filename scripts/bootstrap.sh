@@ -3,7 +3,7 @@
 # what is missing. Sourced by demo.sh and test.sh.
 set -euo pipefail
 
-packages=(libx264-dev libopus-dev libv4l-dev libasound2-dev libsqlite3-dev ffmpeg pkg-config openssl)
+packages=(libx264-dev libopus-dev libv4l-dev libasound2-dev libsqlite3-dev ffmpeg pkg-config openssl python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,6 +14,17 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# schemathesis (PyPI), which fuzzes the admin API from docs/openapi.yaml (RecordServerTests'
+# APIFuzzTests, scripts/api-fuzz.sh): in a virtual environment under .build, made once. The
+# version is pinned because its command line changed between major versions.
+schemathesis_version=4.32.5
+schemathesis_venv=.build/schemathesis
+if [ "$("$schemathesis_venv/bin/schemathesis" --version 2>/dev/null)" != "schemathesis, version $schemathesis_version" ]; then
+  echo "bootstrap: installing schemathesis $schemathesis_version into $schemathesis_venv" >&2
+  python3 -m venv "$schemathesis_venv"
+  "$schemathesis_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

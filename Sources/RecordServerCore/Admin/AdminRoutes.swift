@@ -21,6 +21,7 @@ struct AdminRoutes: Sendable {
         router.get("/metrics") { _, _ in self.metricsPage() }
 
         let v1 = router.group("/v1")
+        v1.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
         v1.get("/agents") { _, _ in
             AdminResponses.json(AgentListResponse(agents: await self.backend.connectedAgents()))
         }

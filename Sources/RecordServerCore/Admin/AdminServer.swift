@@ -54,18 +54,10 @@ public struct AdminServer: Sendable {
     /// `ServiceGroup` (graceful shutdown then closes the listener and drains requests).
     /// Each call builds a fresh application sharing this server's ``boundPort`` record.
     public func makeApplication() -> some ApplicationProtocol {
-        let router = Router(context: BasicRequestContext.self)
-        // Order matters: middleware applies to routes added after it, and the error middleware
-        // must be outermost so that a 401 from auth is rendered as JSON too.
-        router.add(middleware: AdminErrorMiddleware(logger: logger))
-        router.add(middleware: AdminAuthMiddleware(token: token))
-        AdminRoutes(backend: backend, metrics: metrics, token: token, maxBodyBytes: Self.maxBodyBytes)
-            .register(on: router)
-
         let listening = self.listening
         let logger = self.logger
         return Application(
-            router: router,
+            router: makeRouter(),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -74,6 +66,19 @@ public struct AdminServer: Sendable {
             },
             logger: logger
         )
+    }
+
+    /// Every route of the listener behind its middleware (the OpenAPI document's test lists
+    /// its routes: `router.routes`).
+    func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        // Order matters: middleware applies to routes added after it, and the error middleware
+        // must be outermost so that a 401 from auth is rendered as JSON too.
+        router.add(middleware: AdminErrorMiddleware(logger: logger))
+        router.add(middleware: AdminAuthMiddleware(token: token))
+        AdminRoutes(backend: backend, metrics: metrics, token: token, maxBodyBytes: Self.maxBodyBytes)
+            .register(on: router)
+        return router
     }
 
     /// Runs the API until the task is cancelled or the listener fails. Prefer adding
