@@ -30,7 +30,8 @@ enum AdminRequests {
         var filter = RecordingFilter(limit: defaultLimit)
         if let agent = values["agent"] {
             // Agent ids are protocol identifiers: any other text can name no agent, so it is a
-            // typo to report, not a filter that silently matches nothing.
+            // typo to report, not a filter that silently matches nothing. (The identifier's own
+            // error is dropped for one that names the parameter.)
             let id = try validatedID(agent, what: "agent")
             guard (try? Identifier(validating: id)) != nil else {
                 throw .badRequest("invalid agent \"\(id)\"; expected an agent id: 1 to 64 of A-Z a-z 0-9 . _ - starting with a letter or digit")
