@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 /// schemathesis (PyPI) against a real record-server, from the OpenAPI document the server
-/// itself serves: every operation but the endless `GET /v1/events`, with generated valid and
+/// itself serves: every operation but the endless `GET /v1/events` and track streams, with generated valid and
 /// invalid input. It fails on a 5xx, a status, content type, header or body the document does
 /// not allow, valid input refused, invalid input accepted, or a route that works without the
 /// token. scripts/api-fuzz.sh runs the same with many more examples (docs/benchmarks.md).
@@ -33,7 +33,7 @@ struct APIFuzzTests {
         #expect(result.status == 0, "schemathesis found problems:\n\(result.stdoutText.suffix(24000))\n\(result.stderr.suffix(4000))")
         // It ran every operation it was given, each with its checks, and reached real
         // recordings, not only 404s: it deleted the one it was given to delete, and only that.
-        #expect(result.stdoutText.contains("Tested: 12"), "\(result.stdoutText.prefix(3000))")
+        #expect(result.stdoutText.contains("Tested: 13"), "\(result.stdoutText.prefix(3000))")
         #expect(try fixture.recordings(session: "s-doomed").isEmpty)
         #expect(try fixture.recordings(session: "s-kept").map(\.id) == ["s-kept-0001"])
 
@@ -106,6 +106,7 @@ final class APIFuzzServer {
         readable = { values = ["s-kept-0001", "s-doomed-0001", "s-live-0001"] }
         deletable = { values = ["s-doomed-0001", "s-live-0001"] }
         agents = { values = ["\(agentID)"] }
+        sessions = { values = ["s-kept", "s-live"] }
 
         [[operations]]
         include-operation-id = ["getRecording", "downloadRecording", "headRecording"]
@@ -126,6 +127,13 @@ final class APIFuzzServer {
         [[operations]]
         include-operation-id = "startSession"
         parameters = { "body.agent" = { dictionary = "agents", probability = 0.5 } }
+
+        # Real sessions, so that ranges are really cut. A schema-valid range can still hold
+        # nothing (422 empty_range) or name a track the session lacks (400): both are answers.
+        [[operations]]
+        include-operation-id = "exportSession"
+        parameters = { "path.id" = { dictionary = "sessions", probability = 0.5 } }
+        checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "404", "409", "413", "422", "503"]
         """
 
     /// `schemathesis run` against the fixture's admin listener, loading the document it serves.
@@ -136,6 +144,8 @@ final class APIFuzzServer {
                 "--checks", checks.joined(separator: ","),
                 // The event stream never ends by itself (RecordServerTests/ServerEventsTests covers it).
                 "--exclude-path", "/v1/events",
+                // Nor does a live session's track stream (RecordCtlTests' track-stream test covers it).
+                "--exclude-path", "/v1/sessions/{id}/tracks/{label}/stream",
                 // No stateful phase: the document declares no links between operations.
                 "--phases", "examples,coverage,fuzzing",
                 "--max-examples", String(examples), "--workers", "1",

@@ -48,6 +48,7 @@ public final class TrackStream: @unchecked Sendable {
     /// last keyframe durable now); otherwise at the keyframe at or before it.
     public static func open(sources: [SessionExport.Source], label: String, fromNanos: Int64?) throws(ExportError) -> TrackStream {
         let loaded = try SessionSamples.load(sources, window: fromNanos.map { ($0, nil) }, maxSamples: SessionExport.maxSamples)
+        guard !loaded.tracks.isEmpty else { throw ExportError(.emptyRange, "the session has no samples yet") }
         let stream = TrackStream(track: try loaded.track(label).track, start: fromNanos)
         stream.take(loaded)
         return stream
