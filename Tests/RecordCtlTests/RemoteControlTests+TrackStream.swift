@@ -38,6 +38,7 @@ extension RemoteControlTests {
                                     logPath: fixture.directory + "/curl-live.log")
         }
         _ = try await eventually("a few seconds of fragments to arrive") { () -> Bool? in
+            // curl creates the file with the first bytes; until then there is nothing, size 0.
             let size = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
             return size > 60_000 ? true : nil
         }
