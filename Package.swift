@@ -98,6 +98,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // The admin listener over HTTPS (admin.tls).
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // Webhooks: posted with AsyncHTTPClient, signed with HMAC-SHA256.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -106,7 +108,10 @@ let package = Package(
             ],
             // The admin API's OpenAPI document, served at GET /v1/openapi.yaml: a symlink to
             // docs/openapi.yaml, compiled in as bytes (PackageResources.openapi_yaml).
-            resources: [.embedInCode("Admin/openapi.yaml")]
+            // The web console's page, script and style (Console/Assets), compiled in the same way.
+            resources: [.embedInCode("Admin/openapi.yaml"), .embedInCode("Console/Assets/index.html"),
+                        .embedInCode("Console/Assets/sign-in.html"), .embedInCode("Console/Assets/console.js"),
+                        .embedInCode("Console/Assets/console.css")]
         ),
         .target(
             name: "RecordCtlCore",

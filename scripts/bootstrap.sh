@@ -4,6 +4,8 @@
 set -euo pipefail
 
 packages=(libx264-dev libopus-dev libv4l-dev libasound2-dev libsqlite3-dev ffmpeg pkg-config openssl python3-venv)
+# The test command (BOOTSTRAP_FOR_TESTS=1) also needs the browser the web console is tested in.
+if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ]; then packages+=(chromium chromium-driver); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,6 +27,14 @@ if [ "$("$schemathesis_venv/bin/schemathesis" --version 2>/dev/null)" != "schema
   echo "bootstrap: installing schemathesis $schemathesis_version into $schemathesis_venv" >&2
   python3 -m venv "$schemathesis_venv"
   "$schemathesis_venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+fi
+# selenium (PyPI) drives Debian's chromium through chromedriver in the console's browser tests
+# (Tests/Browser); the same environment, pinned, installed once.
+selenium_version=4.40.0
+if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ] && [ "$(cat "$schemathesis_venv/.selenium-installed" 2>/dev/null)" != "$selenium_version" ]; then
+  echo "bootstrap: installing selenium $selenium_version into $schemathesis_venv" >&2
+  "$schemathesis_venv/bin/pip" install -q --disable-pip-version-check "selenium==$selenium_version"
+  echo "$selenium_version" > "$schemathesis_venv/.selenium-installed"
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

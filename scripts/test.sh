@@ -4,7 +4,7 @@
 # Every MP4 the tests write is checked with ffprobe and ffmpeg.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/bootstrap.sh
+BOOTSTRAP_FOR_TESTS=1 source scripts/bootstrap.sh
 
 swift build --build-tests
 log=.build/test-output.log

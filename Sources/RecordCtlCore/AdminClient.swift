@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// recordctl's client of the admin API (docs/admin-api.md) on AsyncHTTPClient.
 ///
@@ -16,17 +17,31 @@ final class AdminClient: Sendable {
     private let token: String?
     private let timeout: TimeAmount
     private let http: HTTPClient
+    /// The roots an https:// server's certificate must chain to; nil: the system's.
+    private let trustRoots: NIOSSLTrustRoots?
 
-    init(baseURL: URL, token: String?, timeout: Double) {
+    /// - Parameter caFile: a PEM CA certificate to trust for an https:// server (a server with
+    ///   admin.tls uses its own certificate, which the system does not know).
+    init(baseURL: URL, token: String?, timeout: Double, caFile: String? = nil) {
         self.baseURL = baseURL
         self.token = token
         self.timeout = .nanoseconds(Int64(timeout * 1_000_000_000))
+        trustRoots = caFile.map { .file($0) }
         var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = Self.tls(trustRoots)
         configuration.timeout = .init(connect: self.timeout, read: self.timeout)
         // A refused connection is an answer: report it at once. (The pool would otherwise retry
         // until the deadline, and `top` would take `--timeout` to say the server is down.)
         configuration.connectionPool.retryConnectionEstablishment = false
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// A client TLS configuration trusting `roots`, or nil for the library's default.
+    static func tls(_ roots: NIOSSLTrustRoots?) -> TLSConfiguration? {
+        guard let roots else { return nil }
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.trustRoots = roots
+        return configuration
     }
 
     deinit {
@@ -160,6 +175,7 @@ final class AdminClient: Sendable {
         // A stream is quiet between events, so `--timeout` cannot bound its reads: the server
         // sends a keep-alive every 15 s, and only three missed ones mean it is gone.
         var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = Self.tls(trustRoots)
         configuration.timeout = .init(connect: timeout, read: Self.streamReadTimeout)
         configuration.connectionPool.retryConnectionEstablishment = false
         let streaming = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

@@ -32,6 +32,11 @@ struct ConnectionOptions: ParsableArguments {
         valueName: "token"))
     var token: String?
 
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp(
+        "CA certificate (PEM) to trust for an https:// server, e.g. one run with --admin-tls (default: $RECORDCTL_CA_FILE, else the system's).",
+        valueName: "path"))
+    var caFile: String?
+
     @Option(name: .long, help: ArgumentHelp("Seconds to wait for each HTTP request.", valueName: "seconds"))
     var timeout: Double = 10
 
@@ -109,6 +114,12 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     func client() throws -> AdminClient {
-        AdminClient(baseURL: try resolvedServer(), token: try resolvedToken(), timeout: timeout)
+        let environment = ProcessInfo.processInfo.environment
+        let ca = caFile ?? environment["RECORDCTL_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        if let ca, !FileManager.default.isReadableFile(atPath: ca) {
+            throw CLIFailure(.usage, "cannot read the CA certificate \(ca) (--ca-file / $RECORDCTL_CA_FILE)")
+        }
+        return AdminClient(baseURL: try resolvedServer(environment: environment), token: try resolvedToken(environment: environment),
+                           timeout: timeout, caFile: ca)
     }
 }

@@ -68,8 +68,17 @@ public final class RecordServer: Sendable {
             try storage.locate(agentID: agentID, sessionID: sessionID, date: date)
         }
         if configuration.admin.enabled {
+            var adminTLS: TLSConfiguration?
+            if configuration.admin.tls {
+                adminTLS = try TLSConfigurations.server(certificatePEMPath: configuration.tls.certificate, privateKeyPEMPath: configuration.tls.privateKey,
+                                                        caPEMPath: configuration.tls.caCertificate, requireClientCertificate: false)
+                // Operators come with a browser, not a client certificate: asking for one makes
+                // browsers offer a choice of certificates. The admin token authenticates.
+                adminTLS?.certificateVerification = .none
+            }
             admin = AdminServer(host: configuration.admin.host, port: configuration.admin.port,
-                                token: try configuration.resolvedAdminToken(), backend: registry, metrics: metrics, logger: logger)
+                                token: try configuration.resolvedAdminToken(), backend: registry, metrics: metrics, logger: logger,
+                                tls: adminTLS)
         } else {
             admin = nil
         }
@@ -78,14 +87,14 @@ public final class RecordServer: Sendable {
     /// Runs until SIGTERM/SIGINT, then stops accepting, tells agents to resume later, suspends
     /// every live session (resumable after the restart) and exits within `shutdownGraceSeconds`.
     public func run() async throws {
-        let group = ServiceGroup(configuration: serviceGroupConfiguration(signals: [.sigterm, .sigint]))
+        let group = ServiceGroup(configuration: try serviceGroupConfiguration(signals: [.sigterm, .sigint]))
         defer { lock.release() }
         try await group.run()
     }
 
     /// Starts in the background (for tests and embedding); `stop()` shuts down gracefully.
     public func start() async throws -> RunningServer {
-        let group = ServiceGroup(configuration: serviceGroupConfiguration(signals: []))
+        let group = ServiceGroup(configuration: try serviceGroupConfiguration(signals: []))
         let lock = self.lock
         let task = Task {
             defer { lock.release() }
@@ -108,12 +117,12 @@ public final class RecordServer: Sendable {
         }
     }
 
-    private func serviceGroupConfiguration(signals: [UnixSignal]) -> ServiceGroupConfiguration {
+    private func serviceGroupConfiguration(signals: [UnixSignal]) throws -> ServiceGroupConfiguration {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First, so it stops last: the events of the stop itself are still posted.
         if let webhooks { services.append(.init(service: WebhookService(dispatcher: webhooks))) }
         services.append(.init(service: IngestService(ingest: ingest, registry: registry, metrics: metrics, logger: logger, ports: ports)))
-        if let admin { services.append(.init(service: admin.makeApplication())) }
+        if let admin { services.append(.init(service: try admin.makeApplication())) }
         // Graceful shutdown runs in reverse order: housekeeping first suspends every session
         // while the listeners still run, then the admin API and the ingest listener close.
         services.append(.init(service: Housekeeping(registry: registry, catalog: catalog, storage: storage,

@@ -29,6 +29,8 @@ public struct RecordServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("webhook"), help: ArgumentHelp(
         "Post events to a webhook receiver, signed with the secret in a file; repeat for several (replaces the file's webhooks).",
         valueName: "url,secret-file=path[,events=type+type]")) var webhooks: [String] = []
+    @Flag(name: .customLong("admin-tls"), help: "Serve the admin API and web console over HTTPS with the server's certificate (--cert, --key).")
+    var adminTLS = false
     @Flag(name: .customLong("insecure-plaintext"), help: "DEVELOPMENT ONLY: no TLS, agents not authenticated.") var insecurePlaintext = false
 
     public init() {}
@@ -62,7 +64,7 @@ public struct RecordServerCommand: AsyncParsableCommand {
             listen: listen, adminListen: adminListen, dataDirectory: dataDirectory, caCertificate: ca, certificate: cert,
             privateKey: key, revocationList: revocationList, adminToken: adminToken, adminTokenFile: adminTokenFile,
             insecurePlaintext: insecurePlaintext ? true : nil, resumeWindowSeconds: resumeWindow, logLevel: logLevel,
-            webhooks: webhooks.isEmpty ? nil : webhooks))
+            webhooks: webhooks.isEmpty ? nil : webhooks, adminTLS: adminTLS ? true : nil))
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
         let level = configuration.logLevel
         LoggingSystem.bootstrap { label in

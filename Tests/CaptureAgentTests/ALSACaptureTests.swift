@@ -109,6 +109,27 @@ struct ALSACaptureTests {
         #expect(mapper.stamp(frames: 960, delayFrames: 0, now: 1_080_000_000).pts == 1_060_000_000)
     }
 
+    @Test func aStartedStreamIsAnchoredWhereItStartedAndItsBacklogDoesNotSteerTheSlewing() {
+        var mapper = AudioClockMapper(sampleRate: 48000)
+        mapper.begin(at: 1_000_000_000)
+        // The capture thread came 314 ms late and drains the 15 chunks waiting, 1 ms a read.
+        // The driver moved its position last at 1.300 s (a period at a time), so every read
+        // of the backlog is up to 14 ms stale; then reads wait for each next period.
+        var pts: [Int64] = []
+        for k in 0..<15 {
+            let now = 1_300_000_000 + Int64(k) * 1_000_000
+            pts.append(mapper.stamp(frames: 960, delayFrames: (14 - k) * 960, now: now).pts)
+        }
+        for k in 15..<40 {
+            pts.append(mapper.stamp(frames: 960, delayFrames: 0, now: 1_000_000_000 + Int64(k + 1) * 20_000_000).pts)
+        }
+        #expect(pts == (0..<40).map { 1_000_000_000 + Int64($0) * 20_000_000 })
+        #expect(mapper.totalSlew == 0 && mapper.resyncCount == 0)
+        // Begin after the first chunk changes nothing.
+        mapper.begin(at: 5_000_000_000)
+        #expect(mapper.stamp(frames: 960, delayFrames: 0, now: 1_820_000_000).pts == 1_800_000_000)
+    }
+
     @Test func deviceDelayMovesTheAnchorBack() {
         var mapper = AudioClockMapper(sampleRate: 48000)
         // 480 frames (10 ms) still in the buffer behind this chunk when read returned.

@@ -114,4 +114,40 @@ struct TrackStreamTests {
         #expect(back.samples[first].isKeyframe && first > 0, "the live edge is a later keyframe: frame \(first)")
         try Self.check(data, expected: back.slice(first ..< back.samples.count), origin: origin, in: dir, name: "live.mp4")
     }
+
+    /// Sound, where every packet is a keyframe: the live edge is the newest packet, which waits
+    /// for the one after it. Found by the web console's browser test: the stream chose the
+    /// newest packet again at every refresh and never sent one.
+    @Test("a live session's sound: the stream keeps the start it chose and goes on to the end")
+    func liveSound() throws {
+        let dir = try TemporaryDirectory(prefix: "stream-live-sound")
+        let recording = try Self.generate()
+        let muxer = try MP4Muxer(configuration: makeConfiguration(recording, directory: dir.path) { $0.maxSegmentDuration = 2_000_000_000 })
+        try muxer.start()
+        let half = recording.samples.count / 2
+        for sample in recording.samples[..<half] { _ = try muxer.append(sample.muxerSample()) }
+
+        let stream = try TrackStream.open(sources: try Self.sources(dir, liveLast: true), label: "mic", fromNanos: nil)
+        var data = Data(stream.initSegment)
+        #expect(try Self.drain(stream, into: &data, holdingLast: true) == 0)
+        let rest = Array(recording.samples[half...])
+        var fragments = 0
+        for step in 0 ..< 4 {
+            for sample in rest[rest.count * step / 4 ..< rest.count * (step + 1) / 4] { _ = try muxer.append(sample.muxerSample()) }
+            try stream.refresh(sources: try Self.sources(dir, liveLast: true))
+            fragments += try Self.drain(stream, into: &data, holdingLast: true)
+        }
+        #expect(fragments >= 2, "\(fragments) fragments while the session recorded (before the fix: none)")
+        _ = try muxer.finish()
+        try stream.refresh(sources: try Self.sources(dir))
+        _ = try Self.drain(stream, into: &data)
+
+        let origin = presentationOrigin(recording.expected)
+        let mic = recording.expected[2]
+        let startTicks = ticks(stream.startNanos, 48000)
+        let first = try #require(mic.samples.firstIndex { ticks($0.pts - origin, 48000) - Int64(mic.preSkip) == startTicks },
+                                 "the stream's start (\(stream.startNanos) ns) is a packet of the recording")
+        #expect(first > 0, "the live edge is a later packet")
+        try Self.check(data, expected: mic.slice(first ..< mic.samples.count), origin: origin, in: dir, name: "live-mic.mp4")
+    }
 }

@@ -17,11 +17,7 @@ extension RemoteControlTests {
         try await fixture.startAgent(id: "cam-s")
         defer { Task { await fixture.stop() } }
         let env = fixture.environment
-        _ = try await eventually("the agent to connect") { () -> Bool? in
-            let agents = try await offPool { try recordctl(["agents", "--json"], environment: env) }
-            let list = try agents.json()["agents"] as? [[String: Any]] ?? []
-            return list.isEmpty ? nil : true
-        }
+        try await fixture.connectedAgents()
         // Generous waits: the whole suite runs servers and encoders side by side on two cores.
         let started = try await offPool { try recordctl(["start", "--agent", "cam-s", "--wait", "30", "--json"] + RemoteControlTests.pollTimeout, environment: env) }
         try #require(started.status == 0, "\(started.output)")

@@ -37,11 +37,7 @@ struct RemoteControlTests {
         let env = fixture.environment
 
         // agents: the connected agent, as a table and as JSON.
-        let agents = try await eventually("the agent to connect") { () -> [[String: Any]]? in
-            let r = try recordctl(["agents", "--json"] + Self.pollTimeout, environment: env)
-            let list = try r.json()["agents"] as? [[String: Any]] ?? []
-            return list.isEmpty ? nil : list
-        }
+        let agents = try await fixture.connectedAgents()
         #expect(agents.map { $0["id"] as? String } == ["cam-1"])
         #expect(agents.first?["session_id"] is NSNull)
         let address = agents.first?["address"] as? String ?? ""
@@ -281,10 +277,7 @@ struct RemoteControlTests {
         try await fixture.startAgent(id: "cam-9", sources: ["front=test:320x240@30", "back=v4l2:\(missing)"])
         defer { Task { await fixture.stop() } }
         let env = fixture.environment
-        _ = try await eventually("the agent to connect") { () -> Bool? in
-            let list = try recordctl(["agents", "--json"], environment: env).json()["agents"] as? [[String: Any]] ?? []
-            return list.isEmpty ? nil : true
-        }
+        try await fixture.connectedAgents()
         let healthy = try recordctl(["agents"], environment: env)
         #expect(healthy.stdout.contains("CAPTURE") && healthy.stdout.contains(" ok"), "\(healthy.stdout)")
 

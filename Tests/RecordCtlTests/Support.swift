@@ -80,6 +80,18 @@ final class ServerWithAgent: @unchecked Sendable {
         agentTask = Task { try await agent.run() }
     }
 
+    /// Waits until an agent is connected and returns the agents as `recordctl agents --json`
+    /// lists them (recordctl off the cooperative pool: see RemoteControlTests+TrackStream).
+    @discardableResult
+    func connectedAgents() async throws -> [[String: Any]] {
+        let env = environment
+        let listing = try await eventually("the agent to connect") { () -> CommandResult? in
+            let result = try await offPool { try recordctl(["agents", "--json"] + RemoteControlTests.pollTimeout, environment: env) }
+            return (try result.json()["agents"] as? [[String: Any]] ?? []).isEmpty ? nil : result
+        }
+        return try listing.json()["agents"] as? [[String: Any]] ?? []
+    }
+
     func stop() async {
         if let agent, let agentTask {
             agent.shutdown()

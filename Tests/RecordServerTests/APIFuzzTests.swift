@@ -146,6 +146,9 @@ final class APIFuzzServer {
                 "--exclude-path", "/v1/events",
                 // Nor does a live session's track stream (RecordCtlTests' track-stream test covers it).
                 "--exclude-path", "/v1/sessions/{id}/tracks/{label}/stream",
+                // The web console's HTML pages and sign-in form (the browser test in
+                // RecordCtlTests drives them, refusals included).
+                "--exclude-path-regex", "^/console", "--exclude-path", "/",
                 // No stateful phase: the document declares no links between operations.
                 "--phases", "examples,coverage,fuzzing",
                 "--max-examples", String(examples), "--workers", "1",

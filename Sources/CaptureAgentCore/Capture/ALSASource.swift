@@ -9,6 +9,8 @@ import CALSA
 public final class ALSACaptureSource: CaptureSource {
     public static let periodFrames = 960
     public static let sampleRate = 48000
+    /// The device buffer asked for (`snd_pcm_set_params` latency), microseconds.
+    static let bufferMicroseconds: UInt32 = 500_000
     public let name: String
     public let isLive = true
     public let format: SourceFormat
@@ -46,11 +48,13 @@ public final class ALSACaptureSource: CaptureSource {
         guard openResult >= 0, let handle else {
             throw CaptureError(.openFailed, "\(name): snd_pcm_open failed: \(Self.describe(openResult))")
         }
-        // soft_resample = 1 lets alsa-lib convert when the hardware has no 48 kHz mode; the
-        // 100 ms latency leaves room for scheduling hiccups without overruns.
+        // soft_resample = 1 lets alsa-lib convert when the hardware has no 48 kHz mode. The
+        // agent records, it does not monitor: a buffer of up to half a second (the driver
+        // may offer less) rides out a reader starved for a while without an overrun
+        // (measured: 100 ms overran in an emulated VM on a loaded host).
         let setResult = snd_pcm_set_params(
             handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED,
-            UInt32(channels), UInt32(Self.sampleRate), 1, 100_000)
+            UInt32(channels), UInt32(Self.sampleRate), 1, Self.bufferMicroseconds)
         guard setResult >= 0 else {
             snd_pcm_close(handle)
             throw CaptureError(.negotiationFailed, "\(name): S16_LE \(channels) ch 48000 Hz refused: \(Self.describe(setResult))")
@@ -71,13 +75,14 @@ public final class ALSACaptureSource: CaptureSource {
 
     /// Lets the first read start the stream.
     ///
-    /// `snd_pcm_set_params` leaves the start threshold at the buffer size (4800 frames here),
+    /// `snd_pcm_set_params` leaves the start threshold at the buffer size (24000 frames here),
     /// and a capture stream starts by itself only when one read asks for at least that many
     /// frames. Our 960-frame reads never do: on a real driver (snd-aloop, snd-dummy, USB) the
     /// stream stays PREPARED and the first read fails with EIO after the kernel's timeout.
     /// Plugins such as dsnoop and null start on their own, which hid this. The threshold is
-    /// set to one frame, as arecord does. The stream is not started here: the first read may
-    /// come later than the 100 ms buffer lasts, and starting early would begin with an overrun.
+    /// set to one frame, as arecord does. The stream is not started here: the encoder and the
+    /// other devices are still to open, and the buffer would overrun meanwhile;
+    /// ``beginCapture()`` starts it with the session's other sources.
     static func startOnFirstRead(_ handle: OpaquePointer, name: String) throws(CaptureError) {
         var sw: OpaquePointer?
         guard snd_pcm_sw_params_malloc(&sw) >= 0, let sw else {
@@ -91,6 +96,17 @@ public final class ALSACaptureSource: CaptureSource {
         guard result >= 0 else {
             throw CaptureError(.negotiationFailed, "\(name): cannot set the start threshold: \(describe(result))")
         }
+    }
+
+    /// Starts the stream (it would otherwise start on the first read, see
+    /// ``startOnFirstRead(_:name:)``), so that every microphone of a session starts at the
+    /// same moment, and anchors the first chunk at that moment (``AudioClockMapper/begin(at:)``).
+    public func beginCapture() {
+        guard let pcm, snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED else { return }
+        let instant = clock.now()
+        // A refusal leaves the stream to start on the first read (start threshold one frame),
+        // anchored from that read, and a real fault shows there, with its error.
+        if snd_pcm_start(pcm) >= 0 { mapper.begin(at: instant) }
     }
 
     /// True once the device turned out to have no clock of its own and reads are paced by the

@@ -48,6 +48,17 @@ public struct AudioClockMapper: Sendable {
     /// Forces a re-anchor on the next chunk (after an overrun was recovered).
     public mutating func resynchronize() { pendingResync = true }
 
+    /// The device's stream was started at `instant` (`snd_pcm_start`): its first sample was
+    /// captured then, which anchors the first chunk exactly. Without it the first chunk is
+    /// anchored from its read, `now − (frames + delay)`, which is only as good as the
+    /// driver's position: snd-aloop moves it a period at a time, so a first read that finds
+    /// a backlog waiting is up to a period (20 ms) off. Ignored once a chunk was stamped.
+    public mutating func begin(at instant: Int64) {
+        guard anchor == nil else { return }
+        anchor = instant
+        framesSinceAnchor = 0
+    }
+
     /// Stamps a chunk of `frames` sample frames that `read` returned at `now`, with
     /// `delayFrames` frames still waiting in the device buffer behind it.
     public mutating func stamp(frames: Int, delayFrames: Int, now: Int64) -> Stamp {
@@ -75,9 +86,13 @@ public struct AudioClockMapper: Sendable {
             return Stamp(pts: pts, discontinuity: true, lostChunks: max(lost, 0))
         }
         // Scheduling latency only ever makes a read look late, so a single reading is
-        // noisy; the exponential average reacts to the trend, not to one slow wake-up.
-        smoothedDrift += (Double(drift) - smoothedDrift) / 16
-        if abs(smoothedDrift) > Double(slewThreshold) {
+        // noisy; the exponential average reacts to the trend, not to one slow wake-up. A
+        // read that found a whole chunk more already waiting did not wait for the device, and
+        // on a driver that moves its position a period at a time its reading is up to a
+        // period stale: it does not steer the slewing (the re-anchor check above still sees it).
+        let waitedForTheDevice = delayFrames < frames
+        if waitedForTheDevice { smoothedDrift += (Double(drift) - smoothedDrift) / 16 }
+        if waitedForTheDevice && abs(smoothedDrift) > Double(slewThreshold) {
             let step = max(-maxSlewPerChunk, min(maxSlewPerChunk, Int64(smoothedDrift)))
             anchor = current + step
             totalSlew += step

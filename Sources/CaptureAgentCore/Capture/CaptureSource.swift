@@ -98,6 +98,11 @@ public protocol CaptureSource: AnyObject {
     func start() throws(CaptureError)
     /// The format produced (valid after ``start()``).
     var format: SourceFormat { get }
+    /// Starts the device's clock now, if it starts on demand; called for every source of a
+    /// session one after the other, just before their capture threads start. A source left
+    /// to start on its own first read would start whenever its thread first runs, which on a
+    /// starved CPU is tens of milliseconds apart from the others. Default: nothing.
+    func beginCapture()
     /// The next unit, or nil at the end of the stream. Throws when the source fails.
     func read() throws(CaptureError) -> CapturedMedia?
     /// Capture units lost inside the source since the last call (a V4L2 sequence gap, an
@@ -114,6 +119,7 @@ public protocol CaptureSource: AnyObject {
 }
 
 extension CaptureSource {
+    public func beginCapture() {}
     public func takeLostCount() -> Int { 0 }
     public func takeNotices() -> [String] { [] }
     public var closingSummary: String? { nil }

@@ -466,6 +466,9 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
         for label in labels where !all.contains(where: { $0.key == label.key }) { all.append(label) }
         capture = .running(pipelines: built, stopping: false, endedTracks: [])
         perform(machine.openSession(id: id, labels: all, tracks: built.map(\.trackDescriptor), now: clock.now()))
+        // Every device's clock starts at one moment, before any capture thread exists
+        // (starting a device is one ioctl: nothing here blocks the event loop).
+        for pipeline in built { pipeline.source.beginCapture() }
         for pipeline in built { pipeline.run() }
         if shuttingDown {
             stopCapture()

@@ -43,19 +43,39 @@ struct BearerToken: Sendable, CustomStringConvertible, CustomDebugStringConverti
     }
 }
 
-/// Requires the bearer token on every request except `GET /health` (which must stay open for
-/// liveness probes and answers anonymous callers with a reduced body).
+/// Requires the bearer token, or a web console session cookie, on every request except
+/// `GET /health` (which must stay open for liveness probes and answers anonymous callers with a
+/// reduced body) and the console's way in (``ConsoleRoutes/isPublic(_:)``).
+///
+/// A request that carries only the cookie and changes state (anything but GET and HEAD) must
+/// also carry its session's CSRF token in `X-CSRF-Token`: a page of another site can make the
+/// browser send the cookie (were SameSite=Strict ever ignored), but cannot read the token or
+/// set the header.
 struct AdminAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: BearerToken
+    let console: ConsoleSessions
 
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         if request.method == .get, request.uri.path == AdminRoutes.healthPath {
             return try await next(request, context)
         }
-        guard token.authorizes(headerValue: request.headers[.authorization]) else {
-            throw AdminAPIError.unauthorized
+        if ConsoleRoutes.isPublic(request) || token.authorizes(headerValue: request.headers[.authorization]) {
+            return try await next(request, context)
         }
-        return try await next(request, context)
+        if let id = ConsoleCookie.value(in: request), let session = await console.session(id) {
+            if request.method != .get && request.method != .head {
+                let presented = ConsoleRoutes.csrfToken(in: request) ?? ""
+                guard BearerToken.constantTimeEquals(Array(presented.utf8), Array(session.csrfToken.utf8)) else {
+                    throw AdminAPIError.csrfTokenMissing
+                }
+            }
+            return try await next(request, context)
+        }
+        // A person opening a console page is shown the way in; everyone else gets the JSON error.
+        if request.uri.path.hasPrefix("/console") {
+            return ConsolePages.signIn(status: .unauthorized, problem: nil)
+        }
+        throw AdminAPIError.unauthorized
     }
 }

@@ -18,7 +18,11 @@ struct AdminAPIError: Error, Sendable, Equatable {
 
     static let unauthorized = AdminAPIError(
         status: .unauthorized, code: "unauthorized",
-        message: "missing or invalid bearer token (send \"Authorization: Bearer <token>\")")
+        message: "missing or invalid bearer token (send \"Authorization: Bearer <token>\", or sign in to the console at /console/)")
+
+    static let csrfTokenMissing = AdminAPIError(
+        status: .forbidden, code: "csrf_token_missing",
+        message: "a console request that changes state needs its page's X-CSRF-Token header (reload the console page)")
 
     static func payloadTooLarge(limit: Int) -> AdminAPIError {
         AdminAPIError(status: .contentTooLarge, code: "payload_too_large",

@@ -1,6 +1,8 @@
 import Hummingbird
+import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOSSL
 
 /// The admin HTTP API of `record-server` (docs/admin-api.md): status, control of agents'
 /// sessions, the recordings catalog and the Prometheus `/metrics` page.
@@ -24,10 +26,14 @@ public struct AdminServer: Sendable {
     /// The configured port (0 = any free port; see ``boundPort``).
     public let port: Int
     private let token: BearerToken
+    /// HTTPS when set (admin.tls); plain HTTP otherwise.
+    private let tls: TLSConfiguration?
     private let backend: any AdminBackend
     private let metrics: ServerMetrics
     private let logger: Logger
     private let listening = ListeningPort()
+    /// Web console sign-ins, shared by every application this server builds.
+    private let consoleSessions = ConsoleSessions()
 
     /// - Parameters:
     ///   - host: address to listen on; defaults to loopback.
@@ -37,10 +43,12 @@ public struct AdminServer: Sendable {
     ///   - backend: what the routes query and command.
     ///   - metrics: rendered at `GET /metrics`.
     ///   - logger: for the listener and one debug line per request (token and headers never logged).
+    ///   - tls: serve HTTPS with this configuration (the console's cookie is then `Secure`).
     public init(host: String = AdminServer.defaultHost, port: Int, token: String, backend: any AdminBackend,
-                metrics: ServerMetrics, logger: Logger) {
+                metrics: ServerMetrics, logger: Logger, tls: TLSConfiguration? = nil) {
         self.host = host
         self.port = port
+        self.tls = tls
         self.token = BearerToken(token)
         self.backend = backend
         self.metrics = metrics
@@ -53,11 +61,12 @@ public struct AdminServer: Sendable {
     /// Builds the Hummingbird application: a `Service`, so the lead can put it in a
     /// `ServiceGroup` (graceful shutdown then closes the listener and drains requests).
     /// Each call builds a fresh application sharing this server's ``boundPort`` record.
-    public func makeApplication() -> some ApplicationProtocol {
+    public func makeApplication() throws -> some ApplicationProtocol {
         let listening = self.listening
         let logger = self.logger
         return Application(
             router: makeRouter(),
+            server: try tls.map { try .tls(.http1(), tlsConfiguration: $0) } ?? .http1(),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -75,9 +84,10 @@ public struct AdminServer: Sendable {
         // Order matters: middleware applies to routes added after it, and the error middleware
         // must be outermost so that a 401 from auth is rendered as JSON too.
         router.add(middleware: AdminErrorMiddleware(logger: logger))
-        router.add(middleware: AdminAuthMiddleware(token: token))
+        router.add(middleware: AdminAuthMiddleware(token: token, console: consoleSessions))
         AdminRoutes(backend: backend, metrics: metrics, token: token, maxBodyBytes: Self.maxBodyBytes)
             .register(on: router)
+        ConsoleRoutes(token: token, sessions: consoleSessions, secureCookies: tls != nil).register(on: router)
         return router
     }
 

@@ -20,13 +20,15 @@ extension ServerConfiguration {
         public var insecurePlaintext: Bool?
         public var resumeWindowSeconds: Int?
         public var logLevel: String?
+        /// Replaces `admin.tls`.
+        public var adminTLS: Bool?
         /// Replaces `webhooks`: each `URL,secret-file=PATH[,events=TYPE+TYPE…]` (``Webhook/parse(_:field:)``).
         public var webhooks: [String]?
 
         public init(listen: String? = nil, adminListen: String? = nil, dataDirectory: String? = nil, caCertificate: String? = nil,
                     certificate: String? = nil, privateKey: String? = nil, revocationList: String? = nil, adminToken: String? = nil,
                     adminTokenFile: String? = nil, insecurePlaintext: Bool? = nil, resumeWindowSeconds: Int? = nil, logLevel: String? = nil,
-                    webhooks: [String]? = nil) {
+                    webhooks: [String]? = nil, adminTLS: Bool? = nil) {
             self.listen = listen
             self.adminListen = adminListen
             self.dataDirectory = dataDirectory
@@ -40,6 +42,7 @@ extension ServerConfiguration {
             self.resumeWindowSeconds = resumeWindowSeconds
             self.logLevel = logLevel
             self.webhooks = webhooks
+            self.adminTLS = adminTLS
         }
     }
 
@@ -115,6 +118,7 @@ extension ServerConfiguration {
             config.admin.tokenFile = absolute(value)
             config.admin.token = nil
         }
+        if let value = overrides.adminTLS { config.admin.tls = value }
         if let value = overrides.insecurePlaintext { config.insecurePlaintext = value }
         if let value = overrides.resumeWindowSeconds { config.resumeWindowSeconds = value }
         if let value = overrides.logLevel { config.logLevel = try Self.parseLogLevel(value, field: "--log-level") }

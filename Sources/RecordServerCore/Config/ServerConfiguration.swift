@@ -41,13 +41,18 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         public var token: String?
         /// A file whose content (surrounding whitespace trimmed) is the token.
         public var tokenFile: String?
+        /// Serve the API and the web console over HTTPS, with the server's own certificate and
+        /// key (`tls.certificate`, `tls.privateKey`); the console's cookie is then `Secure`.
+        public var tls = false
 
-        public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 7444, token: String? = nil, tokenFile: String? = nil) {
+        public init(enabled: Bool = true, host: String = "127.0.0.1", port: Int = 7444, token: String? = nil, tokenFile: String? = nil,
+                    tls: Bool = false) {
             self.enabled = enabled
             self.host = host
             self.port = port
             self.token = token
             self.tokenFile = tokenFile
+            self.tls = tls
         }
     }
 
@@ -250,7 +255,7 @@ extension ServerConfiguration.Listener {
 }
 
 extension ServerConfiguration.Admin {
-    enum CodingKeys: String, CodingKey, CaseIterable { case enabled, host, port, token, tokenFile }
+    enum CodingKeys: String, CodingKey, CaseIterable { case enabled, host, port, token, tokenFile, tls }
 
     public init(from decoder: any Decoder) throws {
         try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
@@ -261,6 +266,7 @@ extension ServerConfiguration.Admin {
         port = try c.decodeIfPresent(Int.self, forKey: .port) ?? d.port
         token = try c.decodeIfPresent(String.self, forKey: .token)
         tokenFile = try c.decodeIfPresent(String.self, forKey: .tokenFile)
+        tls = try c.decodeIfPresent(Bool.self, forKey: .tls) ?? d.tls
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -270,6 +276,7 @@ extension ServerConfiguration.Admin {
         try c.encode(port, forKey: .port)
         try c.encode(token, forKey: .token)
         try c.encode(tokenFile, forKey: .tokenFile)
+        try c.encode(tls, forKey: .tls)
     }
 }
 

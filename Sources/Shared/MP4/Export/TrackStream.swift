@@ -26,6 +26,8 @@ public final class TrackStream: @unchecked Sendable {
     private var pending: ArraySlice<TimelineSample> = []
     private var files = SourceFiles()
     private var lastDecodeTicks: Int64?
+    /// The decode time of the sample the stream starts with, once chosen.
+    private var firstDecodeTicks: Int64?
     private var sequence: UInt32 = 0
     /// Where to begin on the first refresh: session nanos, or nil for the live edge.
     private var start: Int64?
@@ -57,7 +59,7 @@ public final class TrackStream: @unchecked Sendable {
     /// Reads the sources again (a live session's file has grown, or a new segment begun) and
     /// queues every sample past the last one returned.
     public func refresh(sources: [SessionExport.Source]) throws(ExportError) {
-        let from = lastDecodeTicks.map { TimeScaling.nanos(ticks: $0, timescale: track.timescale) } ?? start ?? 0
+        let from = (lastDecodeTicks ?? firstDecodeTicks).map { TimeScaling.nanos(ticks: $0, timescale: track.timescale) } ?? start ?? 0
         take(try SessionSamples.load(sources, window: (from, nil), maxSamples: SessionExport.maxSamples))
     }
 
@@ -73,6 +75,11 @@ public final class TrackStream: @unchecked Sendable {
             // different fields (tfdt, or stbl and the edit list): rounding may move one by a
             // tick. Samples are hundreds of ticks apart, so a margin of two cannot drop one.
             samples = samples.drop { $0.decodeTicks <= TimeScaling.sum(last, Self.placementSlack) }
+        } else if let first = firstDecodeTicks {
+            // The start is chosen but nothing was returned yet (a live stream holds its newest
+            // sample back): keep that start. Choosing again would pick the newest keyframe
+            // again, and for sound, where every packet is one, the stream would never begin.
+            samples = samples.drop { TimeScaling.difference(first, $0.decodeTicks) > Self.placementSlack }
         } else {
             // The first refresh: begin at a keyframe, at or before `start`, or the last one.
             let preSkip = track.preSkip
@@ -81,6 +88,7 @@ public final class TrackStream: @unchecked Sendable {
             let keys = samples.indices.filter { samples[$0].isSync && samples[$0].presentationTicks(preSkip: preSkip) <= limit }
             guard let first = keys.last ?? samples.indices.first(where: { samples[$0].isSync }) else { return }
             samples = samples[first...]
+            firstDecodeTicks = samples[first].decodeTicks
             startNanos = TimeScaling.nanos(ticks: samples[first].presentationTicks(preSkip: preSkip), timescale: track.timescale)
         }
         pending = samples
