@@ -16,7 +16,7 @@ enum Cell {
 /// `recordctl agents`
 struct AgentsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "agents", abstract: "List the capture agents connected to record-server now.")
+        commandName: "agents", abstract: "List the capture agents connected to record-server now, and those seen before.")
     @OptionGroup var connection: ConnectionOptions
     @Flag(help: "Print the server's JSON instead of a table.") var json = false
 
@@ -24,6 +24,7 @@ struct AgentsCommand: ParsableCommand {
         let list = try connection.client().send(.GET, "/v1/agents").decode(AgentListResponse.self)
         if json { print(JSONOutput.pretty(list)); return }
         let agents = list.agents
+        defer { Self.printOffline(list.offlineAgents) }
         if agents.isEmpty { print("no agents connected"); return }
         let rows = agents.map { a in
             [a.id, a.address, a.softwareVersion, Cell.date(a.connectedAt), Cell.date(a.lastSeen), Cell.text(a.sessionID),
@@ -35,6 +36,14 @@ struct AgentsCommand: ParsableCommand {
             guard let failure = a.captureFailure else { continue }
             print("\n\(a.id): capture failed at \(Cell.date(failure.at)): \(failure.message)")
         }
+    }
+
+    /// Agents the server has seen that are not connected now, below the connected ones.
+    static func printOffline(_ offline: [OfflineAgent]) {
+        guard !offline.isEmpty else { return }
+        print("\nnot connected now:")
+        print(Formatting.table(["ID", "LAST ADDRESS", "VERSION", "FIRST SEEN", "LAST SEEN"],
+                               offline.map { [$0.id, $0.lastAddress, $0.softwareVersion, Cell.date($0.firstSeen), Cell.date($0.lastSeen)] }))
     }
 }
 
@@ -134,13 +143,15 @@ struct TopCommand: ParsableCommand {
 /// `recordctl recordings`
 struct RecordingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "recordings", abstract: "List recording files from the server's catalog, filtered by agent, creation time and status.")
+        commandName: "recordings", abstract: "List recording files from the server's catalog, filtered by agent, label, creation time and status.")
     @OptionGroup var connection: ConnectionOptions
     @Option(help: ArgumentHelp("Only this agent's recordings.", valueName: "id")) var agent: String?
     @Option(help: ArgumentHelp("Created at or after this ISO-8601 date-time (e.g. 2024-05-01T10:00:00Z).", valueName: "date")) var since: String?
     @Option(help: ArgumentHelp("Created at or before this ISO-8601 date-time.", valueName: "date")) var until: String?
     @Option(help: ArgumentHelp("Only this status: recording, completed, interrupted, recovered, failed, cancelled.", valueName: "status"))
     var status: String?
+    @Option(help: ArgumentHelp("Only files of sessions with this label: key, or key=value (e.g. room=studio-2).", valueName: "label"))
+    var label: String?
     @Option(help: ArgumentHelp("At most this many rows (1…10000; server default 1000).", valueName: "n")) var limit: Int?
     @Flag(help: "Print the server's JSON instead of a table.") var json = false
 
@@ -158,12 +169,8 @@ struct RecordingsCommand: ParsableCommand {
         }
     }
 
-    static func parseDate(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return plain.date(from: text) ?? fractional.date(from: text)
-    }
+    /// What the server accepts (RFC 3339, offsets up to ±23:59), so neither refuses what the other takes.
+    static func parseDate(_ text: String) -> Date? { AdminDates.parse(text) }
 
     var query: [(String, String)] {
         var query: [(String, String)] = []
@@ -171,6 +178,7 @@ struct RecordingsCommand: ParsableCommand {
         if let status { query.append(("status", status)) }
         if let since { query.append(("since", since)) }
         if let until { query.append(("until", until)) }
+        if let label { query.append(("label", label)) }
         if let limit { query.append(("limit", String(limit))) }
         return query
     }

@@ -71,6 +71,12 @@ actor FakeAdminBackend: AdminBackend {
 
     func health() async -> HealthInfo { healthInfo }
     func connectedAgents() async -> [ConnectedAgentInfo] { agents }
+    /// The catalog's sightings: the two connected agents and one that is not.
+    func agentsSeen() async throws(AdminError) -> [OfflineAgentInfo] {
+        agents.map { OfflineAgentInfo(id: $0.id, lastAddress: $0.address, softwareVersion: $0.softwareVersion, firstSeen: $0.connectedAt, lastSeen: $0.lastSeen) }
+            + [OfflineAgentInfo(id: "cam-0", lastAddress: "10.0.0.4:50999", softwareVersion: "1.2.2", firstSeen: baseDate.addingTimeInterval(-86400),
+                            lastSeen: baseDate.addingTimeInterval(-3600))]
+    }
     func liveSessions() async -> [LiveSessionInfo] { sessions }
 
     func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
@@ -309,6 +315,11 @@ struct AdminAPITests {
             // Unknown values are explicit nulls, so every object has the same keys.
             #expect(agents[1]["session_id"] is NSNull)
             #expect(agents[1]["round_trip_millis"] is NSNull)
+            // Seen before, not connected now: from the catalog, without the connected ones.
+            let offline = try #require(try result.object()["offline_agents"] as? [[String: Any]])
+            #expect(offline.map { $0["id"] as? String } == ["cam-0"])
+            #expect(Set(offline[0].keys) == ["id", "last_address", "software_version", "first_seen", "last_seen"])
+            #expect(parseDate(offline[0]["last_seen"]) == baseDate.addingTimeInterval(-3600))
         }
     }
 
@@ -465,11 +476,15 @@ struct AdminAPITests {
             #expect(result.status == 200)
             #expect(try result.object()["limit"] as? Int == 10000)
             #expect(try await client.get("/v1/recordings?limit=1&status=recording").status == 200)
+            #expect(try await client.get("/v1/recordings?label=room%3Dstudio%3D2").status == 200)
+            #expect(try await client.get("/v1/recordings?label=room").status == 200)
         }
         #expect(await backend.calls == [
             .recordings(RecordingFilter(agentID: "cam-1", status: .interrupted, since: baseDate,
                                         until: baseDate.addingTimeInterval(1800.5), limit: 10000)),
             .recordings(RecordingFilter(status: .recording, limit: 1)),
+            .recordings(RecordingFilter(label: .init(key: "room", value: "studio=2"), limit: 1000)),
+            .recordings(RecordingFilter(label: .init(key: "room", value: nil), limit: 1000)),
         ])
     }
 
@@ -488,6 +503,10 @@ struct AdminAPITests {
         ("agent=%C3%8D", #"invalid agent "Í"; expected an agent id"#),
         ("agent=cam%201", #"invalid agent "cam 1""#),
         ("since=2024-05-02T00:00:00Z&until=2024-05-01T00:00:00Z", "since must not be later than until"),
+        ("label=", #"invalid label """#),
+        ("label=%3Dvalue", #"invalid label "=value""#),
+        ("label=ro%20om%3Dx", #"invalid label "ro om=x""#),
+        ("label=room%3D" + String(repeating: "x", count: 1025), "label value longer than 1024 bytes"),
     ])
     func recordingsFilterIsValidated(query: String, message: String) async throws {
         let backend = FakeAdminBackend()

@@ -125,6 +125,28 @@ import Testing
         #expect(try ids(RecordingFilter(agentID: "cam-9")) == [])
     }
 
+    @Test func recordingFiltersBySessionLabelWhateverTheKeyHolds() throws {
+        let catalog = try Catalog.inMemory()
+        try catalog.insertSession(session("a", labels: ["room": "studio-2", "take": "3"]))
+        try catalog.insertSession(session("b", labels: ["room": "hall"]))
+        try catalog.insertSession(session("c", labels: ["a.b": "dot", "q\"uote": "x"]))
+        try catalog.insertSession(session("d"))
+        for id in ["a", "b", "c", "d"] { try catalog.upsertRecording(recording(id, at: Double(id.unicodeScalars.first!.value))) }
+        try catalog.upsertRecording(recording("a", 2, at: 200))
+
+        func ids(_ key: String, _ value: String? = nil) throws -> [String] {
+            try catalog.recordings(RecordingFilter(label: .init(key: key, value: value))).map(\.id)
+        }
+        #expect(try ids("room") == ["a-2", "b-1", "a-1"], "any value, every segment of the session")
+        #expect(try ids("room", "studio-2") == ["a-2", "a-1"])
+        #expect(try ids("room", "studio") == [], "the value matches exactly")
+        #expect(try ids("take", "3") == ["a-2", "a-1"])
+        #expect(try ids("a.b", "dot") == ["c-1"], "a dot in a key is not a JSON path")
+        #expect(try ids("q\"uote") == ["c-1"])
+        #expect(try ids("none") == [])
+        #expect(try catalog.recordings(RecordingFilter(agentID: "cam-1", label: .init(key: "room", value: "hall"))).map(\.id) == ["b-1"])
+    }
+
     @Test func tracksUpsertAndListInTrackOrder() throws {
         let catalog = try Catalog.inMemory()
         var audio = TrackRecord(sessionID: "s1", trackID: 3, label: "mic", kind: "audio", codec: "opus", width: 0, height: 0)

@@ -7,6 +7,7 @@ import Shared
 
 /// A connected agent, as the admin API shows it.
 public typealias ConnectedAgentInfo = ConnectedAgent
+public typealias OfflineAgentInfo = OfflineAgent
 /// What an agent said when it could not capture (protocol.md `captureFailed`).
 public typealias CaptureFailureInfo = CaptureFailure
 /// A session being recorded, with its live per-track figures.
@@ -53,6 +54,8 @@ public struct AdminError: Error, Sendable, Equatable {
 public protocol AdminBackend: Sendable {
     func health() async -> HealthInfo
     func connectedAgents() async -> [ConnectedAgentInfo]
+    /// Every agent the catalog has seen (connected now or not): `unavailable` when it cannot be read.
+    func agentsSeen() async throws(AdminError) -> [OfflineAgent]
     func liveSessions() async -> [LiveSessionInfo]
     /// Asks a connected agent to start a session and returns the new session's id once the
     /// agent has opened it (nil if it did not within a few seconds). Refuses with `conflict`

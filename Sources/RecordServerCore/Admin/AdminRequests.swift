@@ -13,15 +13,30 @@ enum AdminRequests {
 
     // MARK: GET /v1/recordings
 
-    static let recordingQueryKeys: Set<String> = ["agent", "status", "since", "until", "limit"]
+    static let recordingQueryKeys: Set<String> = ["agent", "status", "since", "until", "label", "limit"]
 
     /// Builds the catalog filter from the query string's `(key, value)` pairs (values already
     /// percent-decoded).
+    /// `key` or `key=value`: a label key is a protocol identifier (§4.4) and its value at most
+    /// the protocol's string length, so any other text can match no session and is refused.
+    static func labelMatch(_ text: String) throws(AdminAPIError) -> RecordingFilter.LabelMatch {
+        let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        let key = String(parts[0]), value = parts.count == 2 ? String(parts[1]) : nil
+        // (The identifier's own error is dropped for one that names the parameter.)
+        guard (try? Identifier(validating: key)) != nil else {
+            throw .badRequest("invalid label \"\(text)\"; expected key or key=value, the key 1 to 64 of A-Z a-z 0-9 . _ - starting with a letter or digit")
+        }
+        if let value, value.utf8.count > ProtocolLimits().maxStringBytes {
+            throw .badRequest("label value longer than \(ProtocolLimits().maxStringBytes) bytes")
+        }
+        return .init(key: key, value: value)
+    }
+
     static func recordingFilter(_ query: [(key: String, value: String)]) throws(AdminAPIError) -> RecordingFilter {
         var seen: Set<String> = []
         for (key, _) in query {
             guard recordingQueryKeys.contains(key) else {
-                throw .badRequest("unknown query parameter \"\(key)\"; expected one of agent, status, since, until, limit")
+                throw .badRequest("unknown query parameter \"\(key)\"; expected one of agent, status, since, until, label, limit")
             }
             guard seen.insert(key).inserted else { throw .badRequest("query parameter \"\(key)\" given more than once") }
         }
@@ -50,6 +65,7 @@ enum AdminRequests {
         if let since = filter.since, let until = filter.until, since > until {
             throw .badRequest("since must not be later than until")
         }
+        if let label = values["label"] { filter.label = try labelMatch(label) }
         if let limit = values["limit"] {
             guard let parsed = Int(limit), limitRange.contains(parsed) else {
                 throw .badRequest("invalid limit \"\(limit)\"; expected an integer from \(limitRange.lowerBound) to \(limitRange.upperBound)")

@@ -23,7 +23,10 @@ struct AdminRoutes: Sendable {
         let v1 = router.group("/v1")
         v1.get("/openapi.yaml") { _, _ in OpenAPIDocument.response() }
         v1.get("/agents") { _, _ in
-            AdminResponses.json(AgentListResponse(agents: await self.backend.connectedAgents()))
+            let connected = await self.backend.connectedAgents()
+            let online = Set(connected.map(\.id))
+            let offline = try await self.backend.agentsSeen().filter { !online.contains($0.id) }
+            return AdminResponses.json(AgentListResponse(agents: connected, offlineAgents: offline))
         }
         v1.get("/sessions") { _, _ in
             AdminResponses.json(SessionListResponse(sessions: await self.backend.liveSessions()))

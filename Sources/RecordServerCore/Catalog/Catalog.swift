@@ -224,6 +224,14 @@ public final class Catalog: RecordingCatalog, Sendable {
             conditions.append("createdAt < ?")
             arguments += [Self.seconds(until)]
         }
+        if let label = filter.label {
+            // A session's labels are one JSON object (encodeLabels); json_each walks its keys,
+            // whatever characters they hold.
+            let value = label.value == nil ? "" : " AND j.value = ?"
+            conditions.append("EXISTS (SELECT 1 FROM sessions s, json_each(s.labels) j WHERE s.id = recordings.sessionID AND j.key = ?\(value))")
+            arguments += [label.key]
+            if let wanted = label.value { arguments += [wanted] }
+        }
         arguments += [max(0, filter.limit)]
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql = "SELECT * FROM recordings \(whereClause) ORDER BY createdAt DESC, sessionID, segmentIndex LIMIT ?"

@@ -118,16 +118,29 @@ public struct TrackRecord: Codable, Sendable, Equatable {
 
 /// Filters for listing recordings; nil means "any".
 public struct RecordingFilter: Sendable, Equatable {
+    /// Files of sessions labelled `key` (any value), or `key=value` when a value is given.
+    public struct LabelMatch: Sendable, Equatable {
+        public var key: String
+        public var value: String?
+        public init(key: String, value: String?) {
+            self.key = key
+            self.value = value
+        }
+    }
+
     public var agentID: String?
     public var status: RecordingStatus?
     public var since: Date?
     public var until: Date?
+    public var label: LabelMatch?
     public var limit: Int
-    public init(agentID: String? = nil, status: RecordingStatus? = nil, since: Date? = nil, until: Date? = nil, limit: Int = 1000) {
+    public init(agentID: String? = nil, status: RecordingStatus? = nil, since: Date? = nil, until: Date? = nil,
+                label: LabelMatch? = nil, limit: Int = 1000) {
         self.agentID = agentID
         self.status = status
         self.since = since
         self.until = until
+        self.label = label
         self.limit = limit
     }
 }

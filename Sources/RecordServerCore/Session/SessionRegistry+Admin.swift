@@ -1,3 +1,4 @@
+import AdminModels
 import Foundation
 import Shared
 
@@ -11,6 +12,16 @@ extension SessionRegistry: AdminBackend {
 
     public func connectedAgents() async -> [ConnectedAgentInfo] {
         allAgentLinks().map(\.info).sorted { $0.id < $1.id }
+    }
+
+    public func agentsSeen() async throws(AdminError) -> [OfflineAgent] {
+        do {
+            return try catalog.agents().map {
+                OfflineAgent(id: $0.id, lastAddress: $0.lastAddress, softwareVersion: $0.softwareVersion, firstSeen: $0.firstSeen, lastSeen: $0.lastSeen)
+            }
+        } catch {
+            throw AdminError(.unavailable, "catalog: \(error)")
+        }
     }
 
     public func liveSessions() async -> [LiveSessionInfo] {

@@ -85,8 +85,13 @@ public actor SessionRegistry {
     }
 
     func agentDisconnected(_ agentID: String, connection: UInt64) {
-        guard agents[agentID]?.connection == connection else { return }
+        guard let link = agents[agentID], link.connection == connection else { return }
         agents[agentID] = nil
+        // The catalog's sighting ends with the last message heard (what the admin API shows of
+        // an agent that is not connected).
+        let seen = AgentRecord(id: agentID, lastAddress: link.info.address, softwareVersion: link.info.softwareVersion,
+                               firstSeen: link.info.connectedAt, lastSeen: link.info.lastSeen)
+        CatalogWrites.attempt("agent \(agentID)", logger: logger, metrics: metrics) { try catalog.recordAgentSeen(seen) }
         events.publish(ServerEvent(type: .agentOffline, agentID: agentID))
     }
 

@@ -1,9 +1,42 @@
 import Foundation
 
-/// `GET /v1/agents`: the agents connected now, sorted by id.
+/// `GET /v1/agents`: the agents connected now, and those seen before that are not, each
+/// sorted by id.
 public struct AgentListResponse: Codable, Sendable, Equatable {
     public var agents: [ConnectedAgent]
-    public init(agents: [ConnectedAgent]) { self.agents = agents }
+    public var offlineAgents: [OfflineAgent]
+    public init(agents: [ConnectedAgent], offlineAgents: [OfflineAgent] = []) {
+        self.agents = agents
+        self.offlineAgents = offlineAgents
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case agents, offlineAgents = "offline_agents"
+    }
+}
+
+/// An agent the server has seen (the catalog keeps every agent that completed a handshake)
+/// that is not connected now.
+public struct OfflineAgent: Codable, Sendable, Equatable {
+    public var id: String
+    /// The address and port of its last connection.
+    public var lastAddress: String
+    public var softwareVersion: String
+    public var firstSeen: Date
+    /// When its last connection was last heard from.
+    public var lastSeen: Date
+
+    public init(id: String, lastAddress: String, softwareVersion: String, firstSeen: Date, lastSeen: Date) {
+        self.id = id
+        self.lastAddress = lastAddress
+        self.softwareVersion = softwareVersion
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, lastAddress = "last_address", softwareVersion = "software_version", firstSeen = "first_seen", lastSeen = "last_seen"
+    }
 }
 
 public struct ConnectedAgent: Codable, Sendable, Equatable {

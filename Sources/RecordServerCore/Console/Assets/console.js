@@ -129,9 +129,9 @@ function renderAgents() {
   view.append(h('h1', {}, 'Agents'), body);
   const refresh = async () => {
     try {
-      const { agents } = await api('/v1/agents');
+      const { agents, offline_agents: offline } = await api('/v1/agents');
       body.replaceChildren(table(['Agent', 'Address', 'Version', 'Connected', 'Last seen', 'Round trip', 'Session', 'Capture', ''],
-        agents.map((a) => h('tr', { dataset: { agent: a.id } },
+        [...agents.map((a) => h('tr', { dataset: { agent: a.id } },
           h('td', {}, a.id, ' ', h('span', { class: 'ok' }, '● online')),
           h('td', {}, a.address),
           h('td', {}, a.software_version),
@@ -141,7 +141,14 @@ function renderAgents() {
           h('td', {}, a.session_id ? h('a', { href: `#/play/${enc(a.session_id)}?live=1` }, a.session_id) : h('span', { class: 'muted' }, 'idle')),
           h('td', {}, a.capture_failure ? h('span', { class: 'bad', title: fmt.date(a.capture_failure.at) }, a.capture_failure.message) : h('span', { class: 'muted' }, 'ok')),
           h('td', {}, a.session_id ? null : h('button', { type: 'button', onclick: () => startSession(a.id) }, 'Start recording')))),
-        'No agent is connected. Agents that disconnected show in their recordings.'));
+        ...offline.map((a) => h('tr', { dataset: { agent: a.id }, class: 'offline' },
+          h('td', {}, a.id, ' ', h('span', { class: 'muted' }, '○ offline')),
+          h('td', { class: 'muted' }, a.last_address),
+          h('td', {}, a.software_version),
+          h('td', { class: 'muted', title: 'first seen ' + fmt.date(a.first_seen) }, '–'),
+          h('td', {}, fmt.ago(a.last_seen)),
+          h('td', {}, '–'), h('td', {}, h('a', { href: '#/recordings' + query({ agent: a.id }) }, 'recordings')), h('td', {}, '–'), h('td', {})))],
+        'No agent has connected to this server yet.'));
     } catch (error) { body.replaceChildren(h('p', { class: 'bad' }, failureText(error))); }
   };
   every(2000, refresh);
@@ -203,7 +210,8 @@ function renderRecordings(_, params) {
     h('label', {}, 'Status', h('select', { name: 'status' }, statuses.map((s) => h('option', { value: s, selected: params.get('status') === s }, s || 'any')))),
     h('label', {}, 'Since', field('since', { type: 'datetime-local' })),
     h('label', {}, 'Until', field('until', { type: 'datetime-local' })),
-    h('label', {}, 'Session or label text', field('text', { placeholder: 'e.g. kitchen' })),
+    h('label', {}, 'Label', field('label', { placeholder: 'room or room=studio-2' })),
+    h('label', {}, 'Session or file id contains', field('text', { placeholder: 'e.g. cam-1-2026' })),
     h('button', { type: 'submit' }, 'Search'));
   const body = h('div');
   view.append(h('h1', {}, 'Recordings'), form, body);
@@ -211,11 +219,10 @@ function renderRecordings(_, params) {
     try {
       const iso = (local) => local ? new Date(local).toISOString() : undefined;
       const { recordings } = await api('/v1/recordings' + query({ agent: params.get('agent'), status: params.get('status'),
-                                                                   since: iso(params.get('since')), until: iso(params.get('until')) }));
+                                                                   since: iso(params.get('since')), until: iso(params.get('until')),
+                                                                   label: params.get('label') }));
       const text = (params.get('text') || '').toLowerCase();
-      const labels = text ? await sessionLabels() : {};
-      const shown = recordings.filter((r) => !text || r.session_id.toLowerCase().includes(text) || r.id.toLowerCase().includes(text) ||
-        (labels[r.session_id] || '').toLowerCase().includes(text));
+      const shown = recordings.filter((r) => !text || r.session_id.toLowerCase().includes(text) || r.id.toLowerCase().includes(text));
       body.replaceChildren(table(['Recording', 'Session', 'Agent', 'Status', 'Starts at', 'Duration', 'Size', 'Created', ''],
         shown.map((r) => h('tr', { dataset: { recording: r.id } },
           h('td', {}, h('a', { href: `#/recording/${enc(r.id)}` }, r.id)),
@@ -232,12 +239,6 @@ function renderRecordings(_, params) {
   };
   load();
   eventListeners.push((event) => { if (event.type.startsWith('recording.')) load(); });
-}
-
-// Labels live with sessions while they record; the text search also matches those.
-async function sessionLabels() {
-  const { sessions } = await api('/v1/sessions');
-  return Object.fromEntries(sessions.map((s) => [s.id, Object.entries(s.labels || {}).map(([k, v]) => `${k}=${v}`).join(' ')]));
 }
 
 async function sessionSegments(sessionID, agent) {
