@@ -265,6 +265,8 @@ def main():
         browser.get(args.url + "/console/#/recording/" + urllib.parse.quote(recording_id))
         wait_for("the recording's tracks", lambda: len(browser.find_elements(By.CSS_SELECTOR, "tr[data-track]")) == 3, 20)
         check(len(browser.find_elements(By.CSS_SELECTOR, "tr[data-track]")) == 3, "the recording page lists its three tracks")
+        segments = len(browser.find_elements(By.XPATH, '//h2[text()="Segments of the session"]/following-sibling::div[1]//tbody/tr'))
+        check(segments >= 3, "the recording page lists the session's %d segment files (2 s each)" % segments)
         shot("recording")
 
         # ---- Play the finished session.
@@ -322,6 +324,25 @@ def main():
             check(min(at_flash) > 200, "at the flash both the full-frame and the inset camera are white: luma %s" % [round(v) for v in at_flash])
             check(max(between) < 200, "half a second later neither is: luma %s" % [round(v) for v in between])
             figure("picture in picture at the flash: luma main %.0f, inset %.0f; 0.5 s later %.0f, %.0f" % tuple(at_flash + between))
+        # Both cameras' frame numbers, read from the bar code of the test pattern (24 bits in
+        # two rows of 20-px blocks, data in blocks 2…13), at two times of different segments.
+        def frame_numbers(t):
+            return js_async("""const done = arguments[arguments.length - 1]; const p = window.consolePlayer;
+                p.showAt(%f).then(() => done(Object.fromEntries(p.videos.map(v => {
+                  const c = document.createElement('canvas'); c.width = v.videoWidth; c.height = v.videoHeight;
+                  const g = c.getContext('2d'); g.drawImage(v, 0, 0);
+                  const b = Math.floor(v.videoWidth / 16) & ~1; let n = 0;
+                  for (let row = 0; row < 2; row++) for (let i = 2; i < 14; i++) {
+                    n = n * 2 + (g.getImageData(i * b + b / 2, row * b + b / 2, 1, 1).data[1] > 128 ? 1 : 0);
+                  }
+                  return [v.dataset.label, n];
+                }))));""" % t)
+        early, late = frame_numbers(1.51), frame_numbers(5.51)
+        check(early["back"] == early["front"] and late["back"] == late["front"],
+              "after each seek both cameras show the same frame: %s at 1.51 s, %s at 5.51 s" % (early, late))
+        check(abs((late["back"] - early["back"]) - 120) <= 1, "four seconds apart the frame numbers are 120 apart (%d)" % (late["back"] - early["back"]))
+        figure("seeking across segment files: frame numbers back/front %d/%d at 1.51 s, %d/%d at 5.51 s"
+               % (early["back"], early["front"], late["back"], late["front"]))
         mirrored = js("return document.querySelector('video[data-label=front]').classList.contains('mirrored')")
         check(mirrored, "the front camera is mirrored by default")
         js("document.querySelector('button.swap').click()")

@@ -7,8 +7,9 @@ import TestSupport
 /// with two test cameras that flash at the same instants and a microphone: sign-in and its
 /// refusals, 401 without the cookie, CSRF, path traversal, Range, a live session started from
 /// the console and watched live, its figures changing, the finished recording downloaded
-/// byte for byte and played with both cameras and the sound, picture-in-picture pixels at a
-/// flash, phone width. Screenshots of every page go to `<test directory>/screenshots`.
+/// byte for byte and played with both cameras and the sound across its 2 s segment files,
+/// picture-in-picture pixels at a flash, both cameras' frame numbers (their bar codes) equal
+/// after each seek, phone width. Screenshots of every page go to `<test directory>/screenshots`.
 ///
 /// In the serialized suite of the other real-server tests (two of them at once starve the
 /// in-process servers on two cores); the browser runs off the cooperative pool.
@@ -17,6 +18,8 @@ extension RemoteControlTests {
     func theWebConsoleInARealBrowser() async throws {
         try HeadlessBrowser.requireInstalled()
         let fixture = try ServerWithAgent()
+        // Files of 2 s: the session the browser plays spans several, as a long one would.
+        fixture.server.configuration.segment.maxSeconds = 2
         try await fixture.start()
         try await fixture.startAgent(id: "cam-web", sources: ["back=test:320x240@30", "front=test:320x240@30", "mic=test:audio"])
         defer { Task { await fixture.stop() } }
