@@ -396,7 +396,9 @@ actor RecordingSession {
         switch phase {
         case .attached: state = "recording"
         case .detached: state = "detached"
-        case .finished(let s, _): state = s.rawValue
+        // Ended, its file being finished and the catalog told: what the API documents as
+        // `finalizing` (the outcome itself is the recording's status once it is gone from here).
+        case .finished: state = "finalizing"
         case .suspended, .dormant: state = "suspended"
         }
         guard case .dormant = phase else {
