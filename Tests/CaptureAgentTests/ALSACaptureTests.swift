@@ -130,6 +130,27 @@ struct ALSACaptureTests {
         #expect(mapper.stamp(frames: 960, delayFrames: 0, now: 1_820_000_000).pts == 1_800_000_000)
     }
 
+    @Test func aFastDeviceReadSixChunksAPeriodIsFollowedAtFullSlewRate() {
+        var mapper = AudioClockMapper(sampleRate: 48000)
+        mapper.begin(at: 0)
+        // +1000 ppm: a 20 ms chunk takes 20 ms / 1.001 of real time. The driver moves its
+        // position once a period (6 chunks, as with a 500 ms buffer); the reader wakes then and
+        // reads all six, 0.1 ms apart.
+        let chunk = 20_000_000.0 / 1.001
+        var last: (pts: Int64, truth: Double) = (0, 0)
+        for period in 0 ..< 500 {  // 60 s
+            let boundary = Double((period + 1) * 6) * chunk
+            for i in 0 ..< 6 {
+                let index = period * 6 + i
+                let stamp = mapper.stamp(frames: 960, delayFrames: (5 - i) * 960, now: Int64(boundary) + Int64(i) * 100_000)
+                last = (stamp.pts, Double(index) * chunk)
+            }
+        }
+        // Unslewed the last chunk would be 60 ms late; followed, within a few ms.
+        #expect(abs(Double(last.pts) - last.truth) < 5_000_000, "\((Double(last.pts) - last.truth) / 1e6) ms off after 60 s")
+        #expect(mapper.resyncCount == 0)
+    }
+
     @Test func deviceDelayMovesTheAnchorBack() {
         var mapper = AudioClockMapper(sampleRate: 48000)
         // 480 frames (10 ms) still in the buffer behind this chunk when read returned.

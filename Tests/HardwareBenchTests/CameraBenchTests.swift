@@ -75,7 +75,7 @@ struct CameraBenchTests {
         expectEveryFrameAccounted(scenario, video: video)
         let front = try #require(probe.stream(label: "front")), dummy = try #require(probe.stream(label: "dummy"))
         let frontSpan = try #require(probe.span(of: front)), dummySpan = try #require(probe.span(of: dummy))
-        // The camera was unplugged 6 s after the agent started; the recording lasts 12 s.
+        // The camera was unplugged 5 s after the session was accepted; the recording lasts 12 s.
         #expect(frontSpan.end < dummySpan.end - 3, "front ends at \(frontSpan.end) s, the microphone at \(dummySpan.end) s")
         #expect(dummySpan.end - dummySpan.start > 10, "the microphone's track lasts \(dummySpan.end - dummySpan.start) s")
         // The operator reads why the track ended: the device and that it went away.

@@ -24,6 +24,14 @@ extension RemoteControlTests {
         try await fixture.startAgent(id: "cam-web", sources: ["back=test:320x240@30", "front=test:320x240@30", "mic=test:audio"])
         defer { Task { await fixture.stop() } }
         try await fixture.connectedAgents()
+        // The agents page shows each agent's clock offset, from the server's heartbeats (every
+        // 5 s): on one host both monotonic clocks are the same clock, so it is about 0.
+        let env = fixture.environment
+        let offset = try await eventually("a heartbeat reply to give the clock offset") { () -> Double? in
+            let listing = try await offPool { try recordctl(["agents", "--json"] + RemoteControlTests.pollTimeout, environment: env) }
+            return (try listing.json()["agents"] as? [[String: Any]])?.first?["clock_offset_millis"] as? Double
+        }
+        #expect(abs(offset) < 100, "one host, one clock: offset \(offset) ms")
         let screenshots = ProcessInfo.processInfo.environment["CONSOLE_SCREENSHOTS"] ?? fixture.directory + "/screenshots"
         let result = try await runToolOffPool(HeadlessBrowser.python, [
             HeadlessBrowser.script("console_browser.py"), "--url", fixture.adminURL, "--token-file", fixture.tokenFile,

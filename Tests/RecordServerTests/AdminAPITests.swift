@@ -41,7 +41,7 @@ actor FakeAdminBackend: AdminBackend {
                                 dataDirectory: "/var/lib/record-server", freeBytes: 123_456_789)
         agents = [
             ConnectedAgentInfo(id: "cam-1", address: "10.0.0.5:51000", softwareVersion: "1.2.3", connectedAt: baseDate,
-                               lastSeen: baseDate.addingTimeInterval(30), sessionID: "s-1", roundTripMillis: 1.5),
+                               lastSeen: baseDate.addingTimeInterval(30), sessionID: "s-1", roundTripMillis: 1.5, clockOffsetMillis: -812.25),
             ConnectedAgentInfo(id: "cam-2", address: "10.0.0.6:51001", softwareVersion: "1.2.3", connectedAt: baseDate,
                                lastSeen: baseDate.addingTimeInterval(31.25)),
         ]
@@ -306,10 +306,11 @@ struct AdminAPITests {
             #expect(agents.count == 2)
             let first = agents[0]
             #expect(Set(first.keys) == ["id", "address", "software_version", "connected_at", "last_seen", "session_id", "capture_failure",
-                                        "round_trip_millis"])
+                                        "round_trip_millis", "clock_offset_millis"])
             #expect(first["id"] as? String == "cam-1")
             #expect(first["session_id"] as? String == "s-1")
             #expect(first["round_trip_millis"] as? Double == 1.5)
+            #expect(first["clock_offset_millis"] as? Double == -812.25)
             #expect(first["connected_at"] as? String == "2024-05-01T10:00:00.000Z")
             #expect(parseDate(agents[1]["last_seen"]) == baseDate.addingTimeInterval(31.25))
             // Unknown values are explicit nulls, so every object has the same keys.

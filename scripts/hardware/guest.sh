@@ -81,9 +81,16 @@ case "$scenario" in
     ;;
   camera-disconnect)
     # YU12 straight from the driver, plus snd-dummy's microphone; the camera is unplugged
-    # (vivid's disconnect control) half-way, the microphone goes on.
+    # (vivid's disconnect control) half-way, the microphone goes on. Half-way counts from the
+    # session's acceptance, not from the agent's start: under TCG on a busy host the agent
+    # took 3 s to connect once, and a camera unplugged before its first frame was encoded
+    # leaves no track to judge.
     start_server || exit 1
-    ( sleep 6; fact disconnect_at "$(uptime_s)"; v4l2-ctl -d /dev/video0 -c disconnect=1 ) & unplug=$!
+    ( waited=0
+      while [ "$waited" -lt 120 ] && ! grep -q "session $scenario accepted" "$out/agent.log" 2>/dev/null; do
+        sleep 1; waited=$((waited + 1))
+      done
+      sleep 5; fact disconnect_at "$(uptime_s)"; v4l2-ctl -d /dev/video0 -c disconnect=1 ) & unplug=$!
     record 12 'front=v4l2:/dev/video0?size=640x360&fps=30' 'dummy=alsa:hw:Dummy,0?channels=2'
     wait "$unplug"
     ;;

@@ -194,8 +194,10 @@ struct AgentConnection {
             await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: state.session?.id.value)
 
         case .heartbeatReply(let reply):
-            let roundTrip = Double(reply.roundTripTime(arrivalTime: Self.monotonicNanos())) / 1e6
+            let arrival = Self.monotonicNanos()
+            let roundTrip = Double(reply.roundTripTime(arrivalTime: arrival)) / 1e6
             await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: max(roundTrip, 0),
+                                     clockOffsetMillis: Double(reply.clockOffset(arrivalTime: arrival)) / 1e6,
                                      sessionID: state.session?.id.value)
 
         case .error(let report):

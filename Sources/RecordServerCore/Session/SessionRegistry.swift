@@ -95,10 +95,11 @@ public actor SessionRegistry {
         events.publish(ServerEvent(type: .agentOffline, agentID: agentID))
     }
 
-    func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, sessionID: String?) {
+    func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, clockOffsetMillis: Double? = nil, sessionID: String?) {
         updateAgent(agentID, connection: connection) { info in
             info.lastSeen = Date()
             if let roundTripMillis { info.roundTripMillis = roundTripMillis }
+            if let clockOffsetMillis { info.clockOffsetMillis = clockOffsetMillis }
             info.sessionID = sessionID
         }
     }

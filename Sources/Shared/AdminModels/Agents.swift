@@ -52,12 +52,18 @@ public struct ConnectedAgent: Codable, Sendable, Equatable {
     public var sessionID: String?
     /// The latest heartbeat round-trip time.
     public var roundTripMillis: Double?
+    /// How far the agent's monotonic clock is ahead of the server's, from the latest heartbeat
+    /// reply (protocol.md §6.4, NTP-style). The clocks count from each host's boot, so the value
+    /// is as large as the difference of the boot times; what tells is that it stays put (it
+    /// moves when one clock drifts against the other). On one host it is about 0.
+    public var clockOffsetMillis: Double?
     /// The agent's latest refusal of a start because a source cannot capture; nil again once
     /// it opens a session.
     public var captureFailure: CaptureFailure?
 
     public init(id: String, address: String, softwareVersion: String, connectedAt: Date, lastSeen: Date,
-                sessionID: String? = nil, roundTripMillis: Double? = nil, captureFailure: CaptureFailure? = nil) {
+                sessionID: String? = nil, roundTripMillis: Double? = nil, clockOffsetMillis: Double? = nil,
+                captureFailure: CaptureFailure? = nil) {
         self.id = id
         self.address = address
         self.softwareVersion = softwareVersion
@@ -65,12 +71,14 @@ public struct ConnectedAgent: Codable, Sendable, Equatable {
         self.lastSeen = lastSeen
         self.sessionID = sessionID
         self.roundTripMillis = roundTripMillis
+        self.clockOffsetMillis = clockOffsetMillis
         self.captureFailure = captureFailure
     }
 
     enum CodingKeys: String, CodingKey {
         case id, address, softwareVersion = "software_version", connectedAt = "connected_at", lastSeen = "last_seen"
-        case sessionID = "session_id", roundTripMillis = "round_trip_millis", captureFailure = "capture_failure"
+        case sessionID = "session_id", roundTripMillis = "round_trip_millis", clockOffsetMillis = "clock_offset_millis"
+        case captureFailure = "capture_failure"
     }
 
     /// Every key, nil as an explicit `null` (the synthesized encoding would leave it out).
@@ -83,6 +91,7 @@ public struct ConnectedAgent: Codable, Sendable, Equatable {
         try c.encode(lastSeen, forKey: .lastSeen)
         try c.encode(sessionID, forKey: .sessionID)
         try c.encode(roundTripMillis, forKey: .roundTripMillis)
+        try c.encode(clockOffsetMillis, forKey: .clockOffsetMillis)
         try c.encode(captureFailure, forKey: .captureFailure)
     }
 }

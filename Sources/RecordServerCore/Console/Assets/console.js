@@ -130,7 +130,7 @@ function renderAgents() {
   const refresh = async () => {
     try {
       const { agents, offline_agents: offline } = await api('/v1/agents');
-      body.replaceChildren(table(['Agent', 'Address', 'Version', 'Connected', 'Last seen', 'Round trip', 'Session', 'Capture', ''],
+      body.replaceChildren(table(['Agent', 'Address', 'Version', 'Connected', 'Last seen', 'Round trip', 'Clock offset', 'Session', 'Capture', ''],
         [...agents.map((a) => h('tr', { dataset: { agent: a.id } },
           h('td', {}, a.id, ' ', h('span', { class: 'ok' }, '● online')),
           h('td', {}, a.address),
@@ -138,6 +138,8 @@ function renderAgents() {
           h('td', {}, fmt.date(a.connected_at)),
           h('td', {}, fmt.ago(a.last_seen)),
           h('td', { class: 'num' }, a.round_trip_millis == null ? '–' : `${a.round_trip_millis.toFixed(1)} ms`),
+          h('td', { class: 'num', title: "the agent's monotonic clock minus the server's (their boot times differ; it should stay put)" },
+            a.clock_offset_millis == null ? '–' : `${(a.clock_offset_millis / 1000).toFixed(3)} s`),
           h('td', {}, a.session_id ? h('a', { href: `#/play/${enc(a.session_id)}?live=1` }, a.session_id) : h('span', { class: 'muted' }, 'idle')),
           h('td', {}, a.capture_failure ? h('span', { class: 'bad', title: fmt.date(a.capture_failure.at) }, a.capture_failure.message) : h('span', { class: 'muted' }, 'ok')),
           h('td', {}, a.session_id ? null : h('button', { type: 'button', onclick: () => startSession(a.id) }, 'Start recording')))),
@@ -147,7 +149,7 @@ function renderAgents() {
           h('td', {}, a.software_version),
           h('td', { class: 'muted', title: 'first seen ' + fmt.date(a.first_seen) }, '–'),
           h('td', {}, fmt.ago(a.last_seen)),
-          h('td', {}, '–'), h('td', {}, h('a', { href: '#/recordings' + query({ agent: a.id }) }, 'recordings')), h('td', {}, '–'), h('td', {})))],
+          h('td', {}, '–'), h('td', {}, '–'), h('td', {}, h('a', { href: '#/recordings' + query({ agent: a.id }) }, 'recordings')), h('td', {}, '–'), h('td', {})))],
         'No agent has connected to this server yet.'));
     } catch (error) { body.replaceChildren(h('p', { class: 'bad' }, failureText(error))); }
   };
