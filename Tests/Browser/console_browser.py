@@ -200,7 +200,8 @@ def main():
 
         # ---- Live: start a recording from the console, then watch it.
         started = time.monotonic()
-        row[0].find_element(By.TAG_NAME, "button").click()
+        # In one script: the agents page rebuilds its table every two seconds.
+        js("""document.querySelector('tr[data-agent="%s"] button').click()""" % args.agent)
         wait_for("the live player", lambda: js("return !!window.consolePlayer"), 30)
 
         def advancing():
@@ -235,14 +236,18 @@ def main():
         later = samples()
         check(first and later > first, "the live session's sample count grows on the page (%s → %s)" % (first, later))
         shot("sessions")
-        js("window.confirm = () => true")
-        browser.find_element(By.XPATH, '//section[@data-session="%s"]//button[text()="Stop"]' % session_id).click()
+        # Found and clicked in one script: the page rebuilds its tables every second, and a button
+        # found first may be gone by the time it is clicked.
+        js("""const stop = [...document.querySelectorAll('section[data-session="%s"] button')].find(b => b.textContent === 'Stop');
+              stop.click();""" % session_id)
         wait_for("the session to end", lambda: not browser.find_elements(By.CSS_SELECTOR, '[data-session="%s"]' % session_id), 60)
 
         # ---- Recordings, detail, download.
         browser.get(args.url + "/console/#/recordings?status=completed")
-        link = wait_for("the finished recording", lambda: browser.find_elements(By.XPATH, '//tr[td[2]/a[text()="%s"]]//td[1]/a' % session_id), 60)
-        recording_id = link[0].text if link else ""
+        # Read in one script: the list reloads when a recording event arrives.
+        link = wait_for("the finished recording", lambda: js("""const row = [...document.querySelectorAll('tr[data-recording]')]
+            .find(r => r.children[1].textContent === '%s'); return row ? row.dataset.recording : null""" % session_id), 60)
+        recording_id = link or ""
         if not link:
             print("  recordings page: %s" % browser.find_element(By.ID, "view").text[:1500].replace("\n", " | "))
             return 1

@@ -17,6 +17,10 @@ extension RemoteControlTests {
     @Test(.timeLimit(.minutes(10)))
     func theWebConsoleInARealBrowser() async throws {
         try HeadlessBrowser.requireInstalled()
+        try await HeavyTests.exclusively { try await browse() }
+    }
+
+    private func browse() async throws {
         let fixture = try ServerWithAgent()
         // Files of 2 s: the session the browser plays spans several, as a long one would.
         fixture.server.configuration.segment.maxSeconds = 2

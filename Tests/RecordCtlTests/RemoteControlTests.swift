@@ -80,9 +80,11 @@ struct RemoteControlTests {
         }
         #expect(!top.stdout.contains("\u{1B}["), "no ANSI escapes when stdout is not a terminal")
 
-        // The file being written is listed as `recording`; deleting it is refused (409) while live.
-        let writing = try Self.recordings(env, ["--status", "recording"])
-        let writingID = try #require(writing.first { $0["session_id"] as? String == sessionID }?["id"] as? String)
+        // The file being written is listed as `recording` (its row comes with the first durable
+        // fragment, which may follow the 30th sample); deleting it is refused (409) while live.
+        let writingID = try await eventually("the file being written to be listed") { () -> String? in
+            try Self.recordings(env, ["--status", "recording"]).first { $0["session_id"] as? String == sessionID }?["id"] as? String
+        }
         let refusedDelete = try recordctl(["delete", writingID], environment: env)
         #expect(refusedDelete.status == 1, "\(refusedDelete.output)")
         #expect(refusedDelete.stderr.hasPrefix("recordctl: ") && refusedDelete.stderr.count > 12, "\(refusedDelete.stderr)")
@@ -246,7 +248,7 @@ struct RemoteControlTests {
         #expect(badStatus.status == 2 && badStatus.stderr.contains("invalid --status"), "\(badStatus.output)")
 
         // delete: file and row gone.
-        let delete = try recordctl(["delete", recordingID], environment: env)
+        let delete = try recordctl(["delete", recordingID] + Self.pollTimeout, environment: env)
         #expect(delete.status == 0, "\(delete.output)")
         #expect(delete.stdout.contains("deleted recording \(recordingID)"))
         #expect(!FileManager.default.fileExists(atPath: file))

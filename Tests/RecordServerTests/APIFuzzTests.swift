@@ -20,6 +20,10 @@ struct APIFuzzTests {
     @Test(.timeLimit(.minutes(30)))
     func schemathesisFindsNothingAgainstARealServerWithRealRecordings() async throws {
         try Schemathesis.requireInstalled()
+        try await HeavyTests.exclusively { try await fuzz() }
+    }
+
+    private func fuzz() async throws {
         let fixture = try ServerFixture(prefix: "api-fuzz")
         let port = try await fixture.start()
         let server = try await APIFuzzServer.withContent(fixture, port: port)
@@ -152,7 +156,9 @@ final class APIFuzzServer {
                 // No stateful phase: the document declares no links between operations.
                 "--phases", "examples,coverage,fuzzing",
                 "--max-examples", String(examples), "--workers", "1",
-                "--seed", String(seed), "--generation-database", "none", "--no-color"]
+                "--seed", String(seed), "--generation-database", "none", "--no-color",
+                // Generous: the rest of the test run shares the two cores.
+                "--request-timeout", "30"]
     }
 
     /// Every check that fits this API. Left out: `unsupported_method` and

@@ -391,6 +391,12 @@ actor RecordingSession {
 
     // MARK: Introspection
 
+    /// The session's outcome once it has one (`completed`, `failed`, …): what `session.ended` says.
+    var outcome: String? {
+        guard case .finished(let status, _) = phase else { return nil }
+        return status.rawValue
+    }
+
     func snapshot() -> LiveSessionInfo {
         let state: String
         switch phase {

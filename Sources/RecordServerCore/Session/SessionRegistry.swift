@@ -255,8 +255,9 @@ public actor SessionRegistry {
         owingCatalog.append(session)
         guard sessions[session.id] === session else { return }  // told already
         sessions[session.id] = nil
-        events.publish(ServerEvent(type: .sessionEnded, agentID: session.agentID, sessionID: session.id.value,
-                                   status: await session.snapshot().state))
+        let outcome = await session.outcome
+        let state = await session.snapshot().state
+        events.publish(ServerEvent(type: .sessionEnded, agentID: session.agentID, sessionID: session.id.value, status: outcome ?? state))
     }
 
     /// Sessions unfinished in the catalog (the server died while they recorded) wait for
