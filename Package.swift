@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.8.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.0.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // Deque for the muxer's and the agent's queues (already a dependency of swift-nio).
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
     ],
     targets: [
         // System libraries (Debian: libx264-dev, libopus-dev, libv4l-dev, libasound2-dev).
@@ -42,7 +44,7 @@ let package = Package(
 
         // Portable core (Sources/Shared): MP4 boxes/muxer/reader and the wire protocol,
         // each its own module; `Shared` re-exports both.
-        .target(name: "MP4", path: "Sources/Shared/MP4"),
+        .target(name: "MP4", dependencies: [.product(name: "DequeModule", package: "swift-collections")], path: "Sources/Shared/MP4"),
         .target(
             name: "WireProtocol",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")],
@@ -75,6 +77,7 @@ let package = Package(
             name: "CaptureAgentCore",
             dependencies: [
                 "Shared", "WireProtocolNIO", "MediaEncoding", "CV4L2", "CALSA", "RecordingTLS",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -26,6 +26,7 @@ func durabilityName(_ d: MuxerConfiguration.Durability) -> String {
     switch d {
     case .none: ".none"
     case .fsyncEveryFragment: ".fsyncEveryFragment"
+    case .fsyncWhenAsked: ".fsyncWhenAsked"
     }
 }
 

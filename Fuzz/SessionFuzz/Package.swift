@@ -15,9 +15,10 @@ let package = Package(
     name: "SessionFuzz",
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
     ],
     targets: [
-        .target(name: "MP4"),
+        .target(name: "MP4", dependencies: [.product(name: "DequeModule", package: "swift-collections")]),
         .target(
             name: "WireProtocol",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")]

@@ -1,3 +1,4 @@
+import DequeModule
 import NIOCore
 import WireProtocol
 
@@ -71,11 +72,11 @@ public struct ResendBuffer: Sendable {
 
     public let limits: Limits
     private let videoTracks: Set<UInt8>
-    private var log: [LogEntry] = []
-    private var logHead = 0
+    /// Sent and not yet acknowledged, oldest first; acknowledged entries leave from the front.
+    private var log = Deque<LogEntry>()
+    /// The next log entry to (re)send: `log.count` when everything in the log was sent.
     private var cursor = 0
-    private var pending: [PendingEntry] = []
-    private var pendingHead = 0
+    private var pending = Deque<PendingEntry>()
     private var discontinuity: Set<UInt8> = []
     private var awaitingKeyframe: Set<UInt8> = []
     private var newestPTS: Int64?
@@ -96,18 +97,16 @@ public struct ResendBuffer: Sendable {
 
     /// Samples held with a sequence number, awaiting acknowledgement.
     public var unacknowledgedCount: Int {
-        log[logHead...].reduce(0) { n, e in if case .sample = e { n + 1 } else { n } }
+        log.reduce(0) { n, e in if case .sample = e { n + 1 } else { n } }
     }
 
     /// Samples not sent yet.
     public var pendingSampleCount: Int {
-        pending[pendingHead...].reduce(0) { n, e in if case .sample = e { n + 1 } else { n } }
+        pending.reduce(0) { n, e in if case .sample = e { n + 1 } else { n } }
     }
 
     /// Something is waiting to be (re)sent.
-    public var hasOutgoing: Bool { logHead + cursorOffset < log.count || pendingHead < pending.count }
-
-    private var cursorOffset: Int { max(0, cursor - logHead) }
+    public var hasOutgoing: Bool { cursor < log.count || !pending.isEmpty }
 
     /// The server holds everything: nothing unacknowledged, nothing pending.
     public var isDrained: Bool { !hasOutgoing && acknowledged == lastSequence }
@@ -144,7 +143,6 @@ public struct ResendBuffer: Sendable {
     /// The next message to send: first anything being resent, then pending entries (a
     /// pending sample gets the next sequence number here and moves into the log).
     public mutating func nextOutgoing() -> Outgoing? {
-        if cursor < logHead { cursor = logHead }
         if cursor < log.count {
             let entry = log[cursor]
             cursor += 1
@@ -153,13 +151,11 @@ public struct ResendBuffer: Sendable {
             case .trackEnd(let t, _): return .trackEnd(t)
             }
         }
-        while pendingHead < pending.count {
-            if case .sample(let encoded) = pending[pendingHead], awaitingKeyframe.contains(encoded.track), !encoded.isKeyframe {
+        while let first = pending.first {
+            if case .sample(let encoded) = first, awaitingKeyframe.contains(encoded.track), !encoded.isKeyframe {
                 dropUntilKeyframe(track: encoded.track)
             }
-            let entry = pending[pendingHead]
-            pendingHead += 1
-            defer { compactPending() }
+            let entry = pending.removeFirst()
             switch entry {
             case .drop(let track, let reason, let count):
                 guard count > 0 else { continue }  // absorbed into an earlier report
@@ -189,8 +185,7 @@ public struct ResendBuffer: Sendable {
     /// others turn into empty markers, skipped when reached).
     private mutating func dropUntilKeyframe(track: UInt8) {
         var count = 0
-        var i = pendingHead
-        while i < pending.count {
+        for i in pending.indices {
             if case .sample(let s) = pending[i], s.track == track {
                 if s.isKeyframe { break }
                 byteCount -= Self.size(s.data)
@@ -198,9 +193,8 @@ public struct ResendBuffer: Sendable {
                 count += 1
                 pending[i] = .drop(track: track, reason: .queueOverflow, count: 0)
             }
-            i += 1
         }
-        pending[pendingHead] = .drop(track: track, reason: .queueOverflow, count: count)
+        pending[0] = .drop(track: track, reason: .queueOverflow, count: count)
     }
 
     // MARK: Acknowledgement and resume
@@ -210,8 +204,8 @@ public struct ResendBuffer: Sendable {
         let sequence = min(sequence, lastSequence)
         guard sequence > acknowledged else { return }
         acknowledged = sequence
-        while logHead < log.count {
-            switch log[logHead] {
+        while let first = log.first {
+            switch first {
             case .sample(let s) where s.sequence <= sequence:
                 byteCount -= Self.size(s.data)
             case .trackEnd(_, let after) where after < sequence:
@@ -219,26 +213,25 @@ public struct ResendBuffer: Sendable {
                 // ordered stream, has arrived too.
                 break
             default:
-                compactLog()
                 return
             }
-            logHead += 1
+            log.removeFirst()
+            cursor = max(0, cursor - 1)
         }
-        compactLog()
     }
 
     /// After `SessionAccepted(acknowledged:)` on a new connection: frees what the server
     /// has and rewinds so that everything after it is sent again, in order.
     public mutating func resume(from serverAcknowledged: UInt64) {
         acknowledge(serverAcknowledged)
-        cursor = logHead
+        cursor = 0
     }
 
     // MARK: Internals
 
     private var oldestPTS: Int64? {
-        for entry in log[logHead...] { if case .sample(let s) = entry { return s.pts } }
-        for entry in pending[pendingHead...] { if case .sample(let s) = entry { return s.pts } }
+        for entry in log { if case .sample(let s) = entry { return s.pts } }
+        for entry in pending { if case .sample(let s) = entry { return s.pts } }
         return nil
     }
 
@@ -249,12 +242,7 @@ public struct ResendBuffer: Sendable {
     }
 
     private func oldestPendingSampleIndex() -> Int? {
-        var i = pendingHead
-        while i < pending.count {
-            if case .sample = pending[i] { return i }
-            i += 1
-        }
-        return nil
+        pending.firstIndex { if case .sample = $0 { true } else { false } }
     }
 
     private mutating func dropPending(at index: Int, _ victim: EncodedSample, into result: inout AppendResult) {
@@ -262,7 +250,7 @@ public struct ResendBuffer: Sendable {
         overflowDrops += 1
         result.dropped[victim.track, default: 0] += 1
         // Merge with a marker just before it for the same track, so a burst of drops is one report.
-        if index > pendingHead, case .drop(let t, .queueOverflow, let n) = pending[index - 1], t == victim.track {
+        if index > 0, case .drop(let t, .queueOverflow, let n) = pending[index - 1], t == victim.track {
             pending[index - 1] = .drop(track: t, reason: .queueOverflow, count: n + 1)
             pending.remove(at: index)
         } else {
@@ -275,28 +263,11 @@ public struct ResendBuffer: Sendable {
     }
 
     private mutating func appendDropMarker(track: UInt8, reason: DropReport.Reason, count: Int) {
-        if pending.count > pendingHead, case .drop(let t, let r, let n) = pending[pending.count - 1], t == track, r == reason {
+        if let last = pending.last, case .drop(let t, let r, let n) = last, t == track, r == reason {
             pending[pending.count - 1] = .drop(track: t, reason: r, count: n + count)
         } else {
             pending.append(.drop(track: track, reason: reason, count: count))
         }
-    }
-
-    private mutating func compactPending() {
-        if pendingHead == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            pendingHead = 0
-        } else if pendingHead >= 256 && pendingHead * 2 >= pending.count {
-            pending.removeFirst(pendingHead)
-            pendingHead = 0
-        }
-    }
-
-    private mutating func compactLog() {
-        guard logHead >= 256 && logHead * 2 >= log.count else { return }
-        log.removeFirst(logHead)
-        cursor = max(0, cursor - logHead)
-        logHead = 0
     }
 
     static func size(_ data: ByteBuffer) -> Int { data.readableBytes + Sample.headerSize }

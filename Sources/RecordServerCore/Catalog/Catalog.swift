@@ -106,10 +106,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     /// Every agent ever seen, by id.
     public func agents() throws(CatalogError) -> [AgentRecord] {
         try read("list agents") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM agents ORDER BY id").map { row in
-                AgentRecord(id: row["id"], lastAddress: row["lastAddress"], softwareVersion: row["softwareVersion"],
-                            firstSeen: Self.date(row["firstSeen"]), lastSeen: Self.date(row["lastSeen"]))
-            }
+            try AgentRecord.order(Column("id")).fetchAll(db)
         }
     }
 
@@ -117,19 +114,12 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     /// Inserts a new session. - Throws: `.conflict` when the id already exists.
     public func insertSession(_ session: SessionRecord) throws(CatalogError) {
-        let labels = try Self.encodeLabels(session.labels)
-        try write("insert session \(session.id)") { db in
-            try db.execute(sql: """
-                INSERT INTO sessions (id, agentID, labels, status, createdAt, endedAt, error, directory)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [session.id, session.agentID, labels, session.status.rawValue, Self.seconds(session.createdAt),
-                                 session.endedAt.map(Self.seconds), session.error, session.directory])
-        }
+        try write("insert session \(session.id)") { db in try session.insert(db) }
     }
 
     public func session(id: String) throws(CatalogError) -> SessionRecord? {
         try read("read session \(id)") { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id = ?", arguments: [id]).map(Self.sessionRecord)
+            try SessionRecord.fetchOne(db, key: id)
         }
     }
 
@@ -157,13 +147,13 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     public func finishedSessionsWithStaleRows() throws(CatalogError) -> [SessionRecord] {
         try read("list finished sessions with stale rows") { db in
-            try Row.fetchAll(db, sql: """
+            try SessionRecord.fetchAll(db, sql: """
                 SELECT * FROM sessions s WHERE s.status NOT IN (?, ?) AND (
                     EXISTS (SELECT 1 FROM recordings r WHERE r.sessionID = s.id AND r.status = ?)
                     OR EXISTS (SELECT 1 FROM tracks t WHERE t.sessionID = s.id AND t.status = ?))
                 ORDER BY createdAt, id
                 """, arguments: [RecordingStatus.recording.rawValue, RecordingStatus.cancelled.rawValue,
-                                 RecordingStatus.recording.rawValue, TrackStatus.active.rawValue]).map(Self.sessionRecord)
+                                 RecordingStatus.recording.rawValue, TrackStatus.active.rawValue])
         }
     }
 
@@ -171,8 +161,8 @@ public final class Catalog: RecordingCatalog, Sendable {
     /// agents to resume them or for recovery.
     public func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
         try read("list unfinished sessions") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE status = ? ORDER BY createdAt, id",
-                             arguments: [RecordingStatus.recording.rawValue]).map(Self.sessionRecord)
+            try SessionRecord.fetchAll(db, sql: "SELECT * FROM sessions WHERE status = ? ORDER BY createdAt, id",
+                                       arguments: [RecordingStatus.recording.rawValue])
         }
     }
 
@@ -180,25 +170,12 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     /// Inserts the recording or replaces every field of the row with the same id.
     public func upsertRecording(_ recording: RecordingRecord) throws(CatalogError) {
-        try write("save recording \(recording.id)") { db in
-            try db.execute(sql: """
-                INSERT INTO recordings (id, sessionID, agentID, segmentIndex, path, status, sizeBytes, durationSeconds,
-                                        startSeconds, createdAt, finishedAt, error)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET
-                    sessionID = excluded.sessionID, agentID = excluded.agentID, segmentIndex = excluded.segmentIndex,
-                    path = excluded.path, status = excluded.status, sizeBytes = excluded.sizeBytes,
-                    durationSeconds = excluded.durationSeconds, startSeconds = excluded.startSeconds,
-                    createdAt = excluded.createdAt, finishedAt = excluded.finishedAt, error = excluded.error
-                """, arguments: [recording.id, recording.sessionID, recording.agentID, recording.segmentIndex, recording.path,
-                                 recording.status.rawValue, recording.sizeBytes, recording.durationSeconds, recording.startSeconds,
-                                 Self.seconds(recording.createdAt), recording.finishedAt.map(Self.seconds), recording.error])
-        }
+        try write("save recording \(recording.id)") { db in try recording.upsert(db) }
     }
 
     public func recording(id: String) throws(CatalogError) -> RecordingRecord? {
         try read("read recording \(id)") { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM recordings WHERE id = ?", arguments: [id]).map(Self.recordingRecord)
+            try RecordingRecord.fetchOne(db, key: id)
         }
     }
 
@@ -236,15 +213,15 @@ public final class Catalog: RecordingCatalog, Sendable {
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql = "SELECT * FROM recordings \(whereClause) ORDER BY createdAt DESC, sessionID, segmentIndex LIMIT ?"
         return try read("list recordings") { db in
-            try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.recordingRecord)
+            try RecordingRecord.fetchAll(db, sql: sql, arguments: arguments)
         }
     }
 
     /// A session's files in segment order.
     public func recordings(sessionID: String) throws(CatalogError) -> [RecordingRecord] {
         try read("list recordings of session \(sessionID)") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM recordings WHERE sessionID = ? ORDER BY segmentIndex",
-                             arguments: [sessionID]).map(Self.recordingRecord)
+            try RecordingRecord.fetchAll(db, sql: "SELECT * FROM recordings WHERE sessionID = ? ORDER BY segmentIndex",
+                                         arguments: [sessionID])
         }
     }
 
@@ -270,10 +247,10 @@ public final class Catalog: RecordingCatalog, Sendable {
     /// caller decided to keep, for paging through a pass that deletes as it goes.
     public func oldestFinishedRecordings(limit: Int, offset: Int = 0) throws(CatalogError) -> [RecordingRecord] {
         try read("list finished recordings") { db in
-            try Row.fetchAll(db, sql: """
+            try RecordingRecord.fetchAll(db, sql: """
                 SELECT * FROM recordings WHERE status <> ?
                 ORDER BY createdAt, sessionID, segmentIndex LIMIT ? OFFSET ?
-                """, arguments: [RecordingStatus.recording.rawValue, max(0, limit), max(0, offset)]).map(Self.recordingRecord)
+                """, arguments: [RecordingStatus.recording.rawValue, max(0, limit), max(0, offset)])
         }
     }
 
@@ -281,31 +258,13 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     /// Inserts the track or replaces the row with the same session and track id.
     public func upsertTrack(_ track: TrackRecord) throws(CatalogError) {
-        try write("save track \(track.trackID) of session \(track.sessionID)") { db in
-            try db.execute(sql: """
-                INSERT INTO tracks (sessionID, trackID, label, kind, codec, width, height, status, samples, bytes, dropped, error)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(sessionID, trackID) DO UPDATE SET
-                    label = excluded.label, kind = excluded.kind, codec = excluded.codec, width = excluded.width,
-                    height = excluded.height, status = excluded.status, samples = excluded.samples, bytes = excluded.bytes,
-                    dropped = excluded.dropped, error = excluded.error
-                """, arguments: [track.sessionID, track.trackID, track.label, track.kind, track.codec, track.width, track.height,
-                                 track.status.rawValue, track.samples, track.bytes, track.dropped, track.error])
-        }
+        try write("save track \(track.trackID) of session \(track.sessionID)") { db in try track.upsert(db) }
     }
 
     /// A session's tracks by track id.
     public func tracks(sessionID: String) throws(CatalogError) -> [TrackRecord] {
         try read("list tracks of session \(sessionID)") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM tracks WHERE sessionID = ? ORDER BY trackID", arguments: [sessionID]).map { row in
-                let raw: String = row["status"]
-                guard let status = TrackStatus(rawValue: raw) else {
-                    throw CatalogError(.corruptRow, "track \(row["trackID"] as Int) of session \(sessionID) has unknown status \"\(raw)\"")
-                }
-                return TrackRecord(sessionID: row["sessionID"], trackID: row["trackID"], label: row["label"], kind: row["kind"],
-                                   codec: row["codec"], width: row["width"], height: row["height"], status: status,
-                                   samples: row["samples"], bytes: row["bytes"], dropped: row["dropped"], error: row["error"])
-            }
+            try TrackRecord.fetchAll(db, sql: "SELECT * FROM tracks WHERE sessionID = ? ORDER BY trackID", arguments: [sessionID])
         }
     }
 
@@ -321,6 +280,11 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     private static func wrap(_ error: any Error, _ operation: String) -> CatalogError {
         if let error = error as? CatalogError { return error }
+        // A row the models cannot be read from: an unknown status, labels that are not a JSON
+        // object of strings, a negative durable point.
+        if error is RowDecodingError || error is DecodingError {
+            return CatalogError(.corruptRow, "cannot \(operation): a row does not hold what the catalog writes", underlying: "\(error)")
+        }
         if let error = error as? DatabaseError {
             if error.resultCode == .SQLITE_CONSTRAINT {
                 return CatalogError(.conflict, "cannot \(operation): a row with the same id already exists", underlying: error.description)
@@ -331,45 +295,4 @@ public final class Catalog: RecordingCatalog, Sendable {
     }
 
     private static func seconds(_ date: Date) -> Double { date.timeIntervalSince1970 }
-    private static func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: seconds) }
-
-    private static func encodeLabels(_ labels: [String: String]) throws(CatalogError) -> String {
-        let encoder = JSONEncoder()
-        // Sorted keys: the same labels always store the same text.
-        encoder.outputFormatting = [.sortedKeys]
-        do { return String(decoding: try encoder.encode(labels), as: UTF8.self) } catch {
-            throw CatalogError(.queryFailed, "cannot encode labels as JSON", underlying: "\(error)")
-        }
-    }
-
-    private static func sessionRecord(_ row: Row) throws -> SessionRecord {
-        let id: String = row["id"]
-        let rawStatus: String = row["status"]
-        guard let status = RecordingStatus(rawValue: rawStatus) else {
-            throw CatalogError(.corruptRow, "session \(id) has unknown status \"\(rawStatus)\"")
-        }
-        let labelsText: String = row["labels"]
-        let labels: [String: String]
-        do { labels = try JSONDecoder().decode([String: String].self, from: Data(labelsText.utf8)) } catch {
-            throw CatalogError(.corruptRow, "session \(id) has labels that are not a JSON object of strings", underlying: "\(error)")
-        }
-        let endedAt: Double? = row["endedAt"]
-        let durable: Int64? = row["durableSequence"]
-        return SessionRecord(id: id, agentID: row["agentID"], labels: labels, status: status, createdAt: date(row["createdAt"]),
-                             endedAt: endedAt.map(date), error: row["error"], directory: row["directory"],
-                             durableSequence: durable.flatMap { $0 >= 0 ? UInt64($0) : nil })
-    }
-
-    private static func recordingRecord(_ row: Row) throws -> RecordingRecord {
-        let id: String = row["id"]
-        let rawStatus: String = row["status"]
-        guard let status = RecordingStatus(rawValue: rawStatus) else {
-            throw CatalogError(.corruptRow, "recording \(id) has unknown status \"\(rawStatus)\"")
-        }
-        let finishedAt: Double? = row["finishedAt"]
-        return RecordingRecord(id: id, sessionID: row["sessionID"], agentID: row["agentID"], segmentIndex: row["segmentIndex"],
-                               path: row["path"], status: status, sizeBytes: row["sizeBytes"], durationSeconds: row["durationSeconds"],
-                               startSeconds: row["startSeconds"], createdAt: date(row["createdAt"]), finishedAt: finishedAt.map(date),
-                               error: row["error"])
-    }
 }

@@ -49,10 +49,17 @@ struct AgentConnection {
                                     continue
                                 }
                                 try await deliver(&pending, state: &state, outbound: outbound, logger: logger)
-                                try await handle(message, state: &state, connection: connection, address: address, outbound: outbound, logger: &logger)
+                                if message.isHeartbeat {
+                                    // Timed on arrival: a hop to another thread first would skew the clock offset.
+                                    try await handle(message, state: &state, connection: connection, address: address, outbound: outbound, logger: &logger)
+                                } else {
+                                    try await onStorageThreads {
+                                        try await handle(message, state: &state, connection: connection, address: address, outbound: outbound, logger: &logger)
+                                    }
+                                }
                             } catch let error as ProtocolError {
                                 try await deliver(&pending, state: &state, outbound: outbound, logger: logger)
-                                try await report(error, state: &state, outbound: outbound, logger: logger)
+                                try await onStorageThreads { try await report(error, state: &state, outbound: outbound, logger: logger) }
                             }
                         }
                         try await deliver(&pending, state: &state, outbound: outbound, logger: logger)
@@ -61,7 +68,7 @@ struct AgentConnection {
                     // Malformed input found by the parser, or an idle timeout: connection-fatal.
                     // What arrived intact before it still counts.
                     try? await deliver(&pending, state: &state, outbound: outbound, logger: logger)
-                    try? await report(error, state: &state, outbound: outbound, logger: logger)
+                    try? await onStorageThreads { try await report(error, state: &state, outbound: outbound, logger: logger) }
                 } catch Outcome.closeConnection {
                     // Already reported.
                 } catch let error as NIOSSLError {
@@ -72,8 +79,9 @@ struct AgentConnection {
         } catch {
             logger.debug("connection ended", metadata: ["error": "\(error)"])
         }
-        if let session = state.session, await session.detach(connection: connection, now: registry.clock.now) {
-            await registry.sessionEnded(session)
+        if let session = state.session {
+            let ended = await onStorageThreads { await session.detach(connection: connection, now: registry.clock.now) }
+            if ended { await registry.sessionEnded(session) }
         }
         if let agent = state.agentID { await registry.agentDisconnected(agent, connection: connection) }
     }
@@ -231,12 +239,27 @@ struct AgentConnection {
         defer { pending.removeAll(keepingCapacity: true) }
         var start = pending.startIndex
         while start < pending.endIndex, let session = state.session {
-            let outcome = await session.append(pending[start...])
+            var outcome = await session.append(pending[start...])
+            if outcome.syncDue {
+                // The fragments just written are fsynced on a storage thread: this loop reads
+                // other agents' sockets too. Their ack waits for it; the other agents do not.
+                switch await onStorageThreads({ await session.syncWritten() }) {
+                case .success(let ack): outcome.acknowledged = ack ?? outcome.acknowledged
+                case .failure(let error): outcome.failure = outcome.failure ?? (pending.endIndex - 1, error)
+                }
+            }
             if let ack = outcome.acknowledged { try await sendAck(ack, session: session, outbound: outbound) }
             guard let failure = outcome.failure else { return }
-            try await report(failure.error, state: &state, outbound: outbound, logger: logger)
+            try await onStorageThreads { try await report(failure.error, state: &state, outbound: outbound, logger: logger) }
             start = failure.index + 1
         }
+    }
+
+    /// Runs `body` with its session and registry work on the storage threads instead of this
+    /// connection's event loop (``StorageTaskExecutor``): what may block on the disk or the
+    /// database must not stall the other agents read on the same loop.
+    private func onStorageThreads<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+        try await withTaskExecutorPreference(StorageTaskExecutor.shared, operation: body)
     }
 
     private func sendAck(_ sequence: UInt64, session: RecordingSession, outbound: NIOAsyncChannelOutboundWriter<Message>) async throws {
@@ -315,5 +338,14 @@ struct AgentConnection {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}
+
+private extension Message {
+    var isHeartbeat: Bool {
+        switch self {
+        case .heartbeat, .heartbeatReply: true
+        default: false
+        }
     }
 }

@@ -228,6 +228,9 @@ actor RecordingSession {
         /// The first sample that failed (its index in the run) and why; the samples after it
         /// were not looked at.
         var failure: (index: Int, error: ProtocolError)?
+        /// Fragments were written and wait for their fsync: the caller runs ``syncWritten()``
+        /// where it may block, and acknowledges what that makes durable.
+        var syncDue = false
     }
 
     /// Admits a run of samples, in order, in one call (one actor hop per read cycle instead of
@@ -243,7 +246,38 @@ actor RecordingSession {
                 break
             }
         }
+        outcome.syncDue = syncIsDue
         return outcome
+    }
+
+    /// The muxer writes fragments as they close and leaves their fsync to the session (the
+    /// server's default durability, `.fsyncWhenAsked`), so that the connection, which reads
+    /// on an event loop shared with other agents, can run the fsync on a storage thread.
+    private var syncIsDue: Bool {
+        guard !isFinished, let muxer, muxer.status == .running else { return false }
+        return muxer.hasUnsyncedFragments
+    }
+
+    /// Makes the written fragments durable (fsync; files split off are finalized) and returns
+    /// the ack point that brings, or the session-scoped error a storage failure ends the
+    /// session with. May block on the disk: the connection calls it on a storage thread.
+    func syncWritten() -> Result<UInt64?, ProtocolError> {
+        defer { reportQueue() }
+        do throws(ProtocolError) {
+            return .success(try syncIfDue())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// ``syncWritten()`` for callers already off the event loop (a track's end).
+    private func syncIfDue() throws(ProtocolError) -> UInt64? {
+        guard syncIsDue, let muxer else { return nil }
+        let events: [MuxerEvent]
+        do { events = try muxer.syncWrittenFragments() } catch { throw storageFailed(error) }
+        let advanced = try process(events)
+        try endIfRefused()
+        return advanced
     }
 
     /// Admits one sample; returns the new ack point when it advanced.
@@ -299,7 +333,8 @@ actor RecordingSession {
         defer { reportQueue() }
         let advanced = try process(events)
         try endIfRefused()
-        return advanced
+        // Runs off the event loop (the connection handles control messages on storage threads).
+        return try syncIfDue() ?? advanced
     }
 
     func recordDrops(_ report: DropReport) {
@@ -346,9 +381,7 @@ actor RecordingSession {
     private func handle(_ error: MuxerError, track: UInt8, sequence: UInt64?) throws(ProtocolError) -> UInt64? {
         switch error.code {
         case .io:
-            fail(.failed, error.message)
-            metrics.error(code: ProtocolError.Code.storageFailure)
-            throw ProtocolError(.storageFailure, scope: .session, "storage failed: \(error.message); what was acknowledged is kept")
+            throw storageFailed(error)
         case .notRunning:
             throw ProtocolError(.noOpenSession, scope: .session, "session \(id) is no longer recording")
         default:
@@ -363,6 +396,13 @@ actor RecordingSession {
             try endIfRefused()
             return nil
         }
+    }
+
+    /// A write, fsync or finalization failed: the session fails and keeps what is durable.
+    private func storageFailed(_ error: MuxerError) -> ProtocolError {
+        fail(.failed, error.message)
+        metrics.error(code: ProtocolError.Code.storageFailure)
+        return ProtocolError(.storageFailure, scope: .session, "storage failed: \(error.message); what was acknowledged is kept")
     }
 
     /// Remembers the first refused sample; ``endIfRefused()`` then ends the session.

@@ -45,7 +45,9 @@ public struct SessionSettings: Sendable {
     func muxerConfiguration(tracks: [TrackConfiguration], directory: String, baseName: String, creationTime: Int64) -> MuxerConfiguration {
         var config = MuxerConfiguration(tracks: tracks, directory: directory, baseName: baseName, creationTime: creationTime)
         config.fragmentDuration = fragmentDuration
-        config.durability = durability
+        // Every fragment is fsynced before it is acknowledged, but by the session, on a storage
+        // thread, rather than inside the muxer on the connection's event loop (RecordingSession.syncWritten).
+        config.durability = durability == .none ? .none : .fsyncWhenAsked
         config.maxSegmentDuration = maxSegmentDuration
         config.maxSegmentBytes = maxSegmentBytes
         config.maxQueuedBytesPerTrack = maxQueuedBytesPerTrack

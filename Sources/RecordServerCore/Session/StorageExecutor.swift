@@ -11,9 +11,10 @@ import NIOPosix
 /// of the agent connection that called it (`EventLoopTaskExecutor`), so a locked database
 /// stalled every other connection on that loop — their reads, their acknowledgements.
 ///
-/// A `RecordingSession` stays on its connection's loop: a hop per read cycle to a pool thread
-/// and back cost 10–18 % more CPU at 64–192 sessions (docs/benchmarks.md, "Storage threads").
-/// Its `fsync` moves off the loop once the muxer lets the session sync what it wrote.
+/// A `RecordingSession` stays on its connection's loop for its samples: a hop per read cycle
+/// to a pool thread and back cost 10–18 % more CPU at 64–192 sessions (docs/benchmarks.md,
+/// "Storage threads"). What blocks — a fragment's fsync, finalizing, recovery, the session's
+/// catalog writes — runs on ``pool`` through ``StorageTaskExecutor``.
 final class StorageExecutor: SerialExecutor, @unchecked Sendable {
     /// Blocking is the point of these threads, so there are more of them than cores: an actor
     /// waiting on the disk or a lock leaves the others a thread (issue 16).
@@ -81,5 +82,33 @@ final class StorageExecutor: SerialExecutor, @unchecked Sendable {
             return state.scheduled
         }
         if more { scheduleTurn() }
+    }
+}
+
+/// A task executor preference for a connection's blocking work (`withTaskExecutorPreference`).
+///
+/// A `RecordingSession` is a default actor: it runs on the executor its caller's task prefers,
+/// which for an agent connection is the channel's event loop (``EventLoopTaskExecutor``). The
+/// connection asks for this one around what may block on the disk or the database — the
+/// fsync of a written fragment (``RecordingSession/syncWritten()``), opening, resuming,
+/// finishing a session — so that the session's turn runs on a thread of
+/// ``StorageExecutor/pool`` and the loop goes on reading the other agents' sockets. That is
+/// one hop there and back per fragment (a second of media) or control message, not per read.
+final class StorageTaskExecutor: TaskExecutor, @unchecked Sendable {
+    static let shared = StorageTaskExecutor()
+
+    private let pool: NIOThreadPool
+
+    init(pool: NIOThreadPool = StorageExecutor.pool) {
+        self.pool = pool
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        pool.submit { _ in
+            // A stopped pool still runs the item (state .cancelled): the job must run, or its
+            // task would never resume.
+            job.runSynchronously(on: self.asUnownedTaskExecutor())
+        }
     }
 }

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// Merges N per-track queues into one stream ordered by decode time (the seed design's
 /// per-media queues, generalised). A sample is released only when no other track can
 /// still deliver something earlier — unless that track has been silent for `stallTimeout`
@@ -10,30 +12,19 @@ struct Interleaver {
     }
 
     private struct TrackQueue {
-        /// Slots before `head` are nil: a popped sample's payload is released at once, not
-        /// when the array is next compacted (that kept ~256 frames per track alive).
-        var samples: [PreparedSample?] = []
-        var head = 0
+        /// A ring buffer: a popped sample leaves it (and releases its payload) at once, in O(1).
+        var samples = Deque<PreparedSample>()
         var queuedBytes = 0
         var lastDTSReceived: Int64?
         var ended = false
         var stalled = false
 
-        var isEmpty: Bool { head == samples.count }
-        var first: PreparedSample? { isEmpty ? nil : samples[head] }
+        var isEmpty: Bool { samples.isEmpty }
+        var first: PreparedSample? { samples.first }
 
         mutating func pop() -> PreparedSample {
-            let s = samples[head]!
-            samples[head] = nil
-            head += 1
+            let s = samples.removeFirst()
             queuedBytes -= s.payload.count
-            if head == samples.count {
-                samples.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head > 256, head * 2 > samples.count { // compact now and then, keeps pops O(1) amortised
-                samples.removeFirst(head)
-                head = 0
-            }
             return s
         }
     }
@@ -51,11 +42,11 @@ struct Interleaver {
         self.maxQueuedBytes = maxQueuedBytes
     }
 
-    var queuedSampleCount: Int { queues.reduce(0) { $0 + $1.samples.count - $1.head } }
+    var queuedSampleCount: Int { queues.reduce(0) { $0 + $1.samples.count } }
     var queuedBytes: Int { queues.reduce(0) { $0 + $1.queuedBytes } }
     /// Payload bytes the queues still reference, released samples included if they were kept
     /// (for tests: it must equal `queuedBytes`).
-    var referencedPayloadBytes: Int { queues.reduce(0) { $0 + $1.samples.reduce(0) { $0 + ($1?.payload.count ?? 0) } } }
+    var referencedPayloadBytes: Int { queues.reduce(0) { $0 + $1.samples.reduce(0) { $0 + $1.payload.count } } }
 
     mutating func push(_ sample: PreparedSample) {
         let t = sample.trackIndex
@@ -82,7 +73,7 @@ struct Interleaver {
     /// The next sample in decode order, if it may be released now.
     mutating func next() -> PreparedSample? {
         guard let candidate = headWithSmallestDTS() else { return nil }
-        let dts = queues[candidate].samples[queues[candidate].head]!.dts
+        guard let dts = queues[candidate].first?.dts else { return nil }
         let forced = queues[candidate].queuedBytes > maxQueuedBytes
         // Over the memory bound the head goes regardless, one sample at a time; that alone is
         // not a stall (the silent track may still be within its timeout).

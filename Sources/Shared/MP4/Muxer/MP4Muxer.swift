@@ -38,6 +38,16 @@ public final class MP4Muxer {
     private var timeReference: Int64?
     private var completed: [SegmentSummary] = []
     private var allPaths: [String] = []
+    /// Under `.fsyncWhenAsked`: fragments written but not yet reported durable, oldest first,
+    /// and files split off whose finalization waits for ``syncWrittenFragments()``.
+    private var unsynced: [WrittenFragment] = []
+    private var awaitingFinalization: [SegmentWriter] = []
+
+    /// A fragment on disk whose fsync has not been asked for yet.
+    private struct WrittenFragment {
+        var report: FragmentReport
+        var sequences: [UInt64]
+    }
 
     /// Longest a track may keep feeding the previous segment after a split while waiting for
     /// its own keyframe, before it is moved over anyway.
@@ -142,6 +152,30 @@ public final class MP4Muxer {
     /// Every sample appended with a sequence at or below this is durable.
     public var durableThroughSequence: UInt64 { ledger.durableThrough }
 
+    /// Under `.fsyncWhenAsked`: fragments are written and wait for ``syncWrittenFragments()``.
+    public var hasUnsyncedFragments: Bool { !unsynced.isEmpty || !awaitingFinalization.isEmpty }
+
+    /// Under `.fsyncWhenAsked`: makes every fragment written so far durable — finalizes the
+    /// files split off, fsyncs the open ones — and reports them (`.fragmentDurable`, with the
+    /// new ack point, then `.segmentCompleted` for the files finalized). May block on the disk:
+    /// the owner calls it where blocking is allowed, not on a thread that serves other work.
+    public func syncWrittenFragments() throws(MuxerError) -> [MuxerEvent] {
+        try requireRunning()
+        guard hasUnsyncedFragments else { return [] }
+        let clock = ContinuousClock()
+        let start = clock.now
+        var completions: [MuxerEvent] = []
+        do throws(MuxerError) {
+            for writer in awaitingFinalization { try finalizeNow(writer, completions: &completions) }
+            awaitingFinalization = []
+            for writer in [draining, current].compactMap({ $0 }) { _ = try writer.syncWrittenBytes() }
+        } catch {
+            fail(error)
+            throw error
+        }
+        return reportUnsyncedAsDurable(syncDuration: clock.now - start) + completions
+    }
+
     public func append(_ sample: MuxerSample) throws(MuxerError) -> [MuxerEvent] {
         try requireRunning()
         guard let t = trackIndexByID[sample.trackID] else {
@@ -184,16 +218,24 @@ public final class MP4Muxer {
     public func finish() throws(MuxerError) -> RecordingSummary {
         try requireRunning()
         var events: [MuxerEvent] = []
+        var completions: [MuxerEvent] = []
         do throws(MuxerError) {
             for sample in interleaver.drain() { try route(sample, events: &events) }
-            if let draining { try finalizeSegment(draining, events: &events) }
+            // Oldest first: a file's fragments are durable before a later file's are counted.
+            for writer in awaitingFinalization { try finalizeNow(writer, completions: &completions) }
+            awaitingFinalization = []
+            for writer in [draining, current].compactMap({ $0 }) {
+                try flush(writer, events: &events)
+                try finalizeNow(writer, completions: &completions)
+            }
             draining = nil
-            if let current { try finalizeSegment(current, events: &events) }
             current = nil
         } catch {
             fail(error)
             throw error
         }
+        // Finalizing fsynced every file: what was written and not yet reported is durable now.
+        events += reportUnsyncedAsDurable(syncDuration: .zero) + completions
         status = .completed
         return RecordingSummary(segments: completed, stalledTracks: everStalled, events: events)
     }
@@ -205,8 +247,16 @@ public final class MP4Muxer {
     /// so they were never acknowledged, and the sender still holds them to send again.
     public func suspend() {
         guard status == .running else { return }
-        draining?.close()
-        current?.close()
+        // What was written under `.fsyncWhenAsked` is made durable first, as it would have
+        // been under `.fsyncEveryFragment`. Files waiting to be finalized stay fragmented:
+        // the resume finalizes them. A failed fsync changes nothing the resume relies on: it
+        // reads the files as they are and cuts what is torn.
+        for writer in awaitingFinalization + [draining, current].compactMap({ $0 }) {
+            _ = try? writer.syncWrittenBytes()
+            writer.close()
+        }
+        awaitingFinalization = []
+        unsynced = []
         draining = nil
         current = nil
         status = .suspended
@@ -215,8 +265,11 @@ public final class MP4Muxer {
     /// Stops and deletes every file of this recording.
     public func cancel() {
         guard status == .running || status == .idle || status == .failed else { return }
+        for writer in awaitingFinalization { writer.discard() }
         draining?.discard()
         current?.discard()
+        awaitingFinalization = []
+        unsynced = []
         draining = nil
         current = nil
         for path in allPaths { RandomAccessFile.remove(path) }
@@ -234,6 +287,8 @@ public final class MP4Muxer {
     private func fail(_ error: MuxerError) {
         failure = error
         status = .failed
+        for writer in awaitingFinalization { writer.close() }
+        awaitingFinalization = []
         draining?.close()
         current?.close()
     }
@@ -316,27 +371,69 @@ public final class MP4Muxer {
     }
 
     private func flush(_ segment: SegmentWriter, events: inout [MuxerEvent]) throws(MuxerError) {
+        if configuration.durability == .fsyncWhenAsked, segment.hasPendingSamples { try syncOtherFiles(before: segment) }
         guard let written = try segment.flush(ackAfter: ackPoint) else { return }
         if segment.index == 0, sessionOrigin == nil { sessionOrigin = segment.info?.sessionOriginNanos }
-        ledger.settled(written.sequences)
-        events.append(.fragmentDurable(FragmentReport(
+        var report = FragmentReport(
             segmentIndex: segment.index, fragmentSequence: written.report.fragment, sampleCount: written.report.count,
             byteCount: written.report.bytes, highestSequence: written.sequences.max() ?? 0,
-            durableThroughSequence: ledger.durableThrough, writeDuration: written.report.write, syncDuration: written.report.sync)))
+            durableThroughSequence: 0, writeDuration: written.report.write, syncDuration: written.report.sync)
+        if configuration.durability == .fsyncWhenAsked {
+            unsynced.append(WrittenFragment(report: report, sequences: written.sequences))
+            return
+        }
+        ledger.settled(written.sequences)
+        report.durableThroughSequence = ledger.durableThrough
+        events.append(.fragmentDurable(report))
     }
 
-    /// The ack point once `sequences` are durable too (recorded in each fragment's marker).
+    /// A fragment's marker says the ack point once it is durable, counting every fragment
+    /// written before it. So before one goes into a file, the fragments other files still hold
+    /// unsynced are made durable (on this thread: only around a split): otherwise a power cut
+    /// could keep this fragment and lose an earlier one of another file that its marker counts.
+    private func syncOtherFiles(before segment: SegmentWriter) throws(MuxerError) {
+        for other in awaitingFinalization + [draining, current].compactMap({ $0 }) where other !== segment && other.hasUnsyncedWrites {
+            _ = try other.syncWrittenBytes()
+        }
+    }
+
+    /// Reports every written fragment durable, in order, each with the ack point it brings.
+    private func reportUnsyncedAsDurable(syncDuration: Duration) -> [MuxerEvent] {
+        defer { unsynced = [] }
+        return unsynced.map { fragment in
+            ledger.settled(fragment.sequences)
+            var report = fragment.report
+            report.durableThroughSequence = ledger.durableThrough
+            report.syncDuration = syncDuration
+            return .fragmentDurable(report)
+        }
+    }
+
+    /// The ack point once `sequences` are durable too, and every fragment written before them
+    /// (recorded in each fragment's marker).
     private func ackPoint(after sequences: [UInt64]) -> UInt64 {
         var copy = ledger
+        for fragment in unsynced { copy.settled(fragment.sequences) }
         copy.settled(sequences)
         return copy.durableThrough
     }
 
+    /// A file a split closed: finalized now, or under `.fsyncWhenAsked` once its owner asks for
+    /// the sync (finalizing reads the file back and fsyncs it).
     private func finalizeSegment(_ segment: SegmentWriter, events: inout [MuxerEvent]) throws(MuxerError) {
+        if configuration.durability == .fsyncWhenAsked {
+            try flush(segment, events: &events)
+            awaitingFinalization.append(segment)
+            return
+        }
         try flush(segment, events: &events)
+        try finalizeNow(segment, completions: &events)
+    }
+
+    private func finalizeNow(_ segment: SegmentWriter, completions: inout [MuxerEvent]) throws(MuxerError) {
         if let summary = try segment.finalize(ackAfter: ackPoint) {
             completed.append(summary)
-            events.append(.segmentCompleted(summary))
+            completions.append(.segmentCompleted(summary))
         }
     }
 }

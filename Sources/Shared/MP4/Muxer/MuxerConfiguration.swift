@@ -3,8 +3,16 @@ public struct MuxerConfiguration: Sendable {
     public enum Durability: Sendable, Equatable {
         /// fsync after every fragment, before it is reported durable (the default).
         case fsyncEveryFragment
+        /// fsync every fragment too, but only when the owner asks (``MP4Muxer/syncWrittenFragments()``),
+        /// so that it can do it on a thread that may block: fragments are written at once and
+        /// reported durable (the ack point moves) by that call. Files split off are finalized
+        /// there as well, and a new file's directory entry is synced there.
+        case fsyncWhenAsked
         /// Leave flushing to the OS; a fragment is reported once written. For benchmarks and tmpfs.
         case none
+
+        /// Whether fragments and finished files are fsynced at all.
+        public var syncsFiles: Bool { self != .none }
     }
 
     public enum FinalizeMode: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// Validates one incoming sample against its track and converts it to MP4 form. Pure: a
 /// rejected sample changes nothing.
 struct SamplePreparation {
@@ -18,8 +20,8 @@ struct SamplePreparation {
 
 /// Which appended sequences are durable; yields the highest sequence below which everything is.
 struct SequenceLedger {
-    private var outstanding: [UInt64] = []
-    private var head = 0
+    /// Appended and not yet settled, in order: the front is the next ack point candidate.
+    private var outstanding = Deque<UInt64>()
     private var durable: Set<UInt64> = []
     private(set) var durableThrough: UInt64 = 0
     private(set) var lastAppended: UInt64?
@@ -49,13 +51,9 @@ struct SequenceLedger {
     /// A rejected or dropped sample no longer blocks the ack point.
     mutating func settled(_ sequences: [UInt64]) {
         durable.formUnion(sequences)
-        while head < outstanding.count, durable.remove(outstanding[head]) != nil {
-            durableThrough = outstanding[head]
-            head += 1
-        }
-        if head > 1024, head * 2 > outstanding.count {
-            outstanding.removeFirst(head)
-            head = 0
+        while let next = outstanding.first, durable.remove(next) != nil {
+            durableThrough = next
+            outstanding.removeFirst()
         }
     }
 }

@@ -27,6 +27,10 @@ final class SegmentWriter {
     private(set) var lastDTS: Int64?
     /// End of what has been written; the next fragment goes here.
     private(set) var fileSize: UInt64
+    /// Under `.fsyncWhenAsked`: where the written but not yet synced bytes start (nil when all
+    /// are synced), and whether the file's name is not yet durable in its directory.
+    private var unsyncedFrom: UInt64?
+    private var directoryUnsynced = false
 
     static let placeholderOffset = UInt64(FileTypeBox.fragmented.size)
     static let placeholder = FreeSpaceBox(length: 8)
@@ -46,7 +50,11 @@ final class SegmentWriter {
         Self.placeholder.encode(into: &w)
         try file.write(w.bytes, at: 0)
         fileSize = UInt64(w.count)
-        RandomAccessFile.syncDirectory(of: path)
+        if configuration.durability == .fsyncWhenAsked {
+            directoryUnsynced = true
+        } else {
+            RandomAccessFile.syncDirectory(of: path)
+        }
     }
 
     /// What a reopened file already holds, for deduplicating resent samples.
@@ -134,6 +142,9 @@ final class SegmentWriter {
 
     var decodeOrigin: Int64? { info?.decodeOriginNanos }
     var hasFragments: Bool { info != nil }
+    var hasPendingSamples: Bool { pendingSampleCount > 0 }
+    /// Written bytes (or a new name) not yet fsynced: only under `.fsyncWhenAsked`.
+    var hasUnsyncedWrites: Bool { unsyncedFrom != nil || directoryUnsynced }
     var fragmentCount: Int { Int(nextFragmentSequence) - 1 }
     var sampleCount: Int { durableSamples.reduce(0, +) + pendingSampleCount }
     var spanNanos: Int64 { TimeScaling.difference(lastDTS ?? 0, firstDTS ?? 0) }
@@ -165,6 +176,7 @@ final class SegmentWriter {
     /// recorded in the fragment's sequence marker.
     func flush(ackAfter: ([UInt64]) -> UInt64) throws(MuxerError) -> (sequences: [UInt64], report: (count: Int, bytes: Int, fragment: UInt32, write: Duration, sync: Duration))? {
         guard pendingSampleCount > 0 else { return nil }
+        let writtenFrom = fileSize
         if info == nil { try writeInitSegment() }
         guard let origin = decodeOrigin else { return nil }
         var runs: [FragmentAssembler.TrackRun] = []
@@ -197,12 +209,17 @@ final class SegmentWriter {
         do {
             try file.write(output.bytes, at: fileSize)
             syncStart = clock.now
-            if configuration.durability == .fsyncEveryFragment {
+            switch configuration.durability {
+            case .fsyncEveryFragment:
                 try file.sync()
                 // Written media is not read back while recording (finalize reads only the moofs):
                 // keep it from crowding the page cache, which a server writing many streams
                 // would otherwise fill and then have to reclaim under load.
                 file.dropCachedPages(offset: fileSize, length: UInt64(output.bytes.count))
+            case .fsyncWhenAsked:
+                unsyncedFrom = unsyncedFrom ?? writtenFrom
+            case .none:
+                break
             }
         } catch {
             // A failed write (a full disk) can leave part of the fragment behind. Cut it off, so
@@ -223,6 +240,25 @@ final class SegmentWriter {
         pendingBytes = 0
         fragmentFirstDTS = nil
         return (sequences, (output.sampleCount, output.bytes.count, fragment, syncStart - writeStart, syncEnd - syncStart))
+    }
+
+    /// Makes what was written durable (under `.fsyncWhenAsked`): the file's name in its
+    /// directory, then its bytes. Returns the time the fsyncs took. May block on the disk.
+    func syncWrittenBytes() throws(MuxerError) -> Duration {
+        guard hasUnsyncedWrites else { return .zero }
+        let clock = ContinuousClock()
+        let start = clock.now
+        if directoryUnsynced {
+            RandomAccessFile.syncDirectory(of: path)
+            directoryUnsynced = false
+        }
+        if let from = unsyncedFrom {
+            try file.sync()
+            // As in flush(ackAfter:): written media is not read back while recording.
+            file.dropCachedPages(offset: from, length: fileSize - from)
+            unsyncedFrom = nil
+        }
+        return clock.now - start
     }
 
     private func writeInitSegment() throws(MuxerError) {
@@ -253,8 +289,14 @@ final class SegmentWriter {
         info.segmentOriginNanos = MovieBuilder.presentationOrigin(tracks: tracks, tables: tables, decodeOrigin: info.decodeOriginNanos)
             ?? info.segmentOriginNanos
         self.info = info
+        if directoryUnsynced {
+            RandomAccessFile.syncDirectory(of: path)
+            directoryUnsynced = false
+        }
         try Self.finalizeInPlace(file: file, tracks: tracks, tables: tables, info: info, fragmentsEnd: fileSize,
-                                 creationTime: configuration.creationTime, durable: configuration.durability == .fsyncEveryFragment)
+                                 creationTime: configuration.creationTime, durable: configuration.durability.syncsFiles)
+        // finalizeInPlace fsynced the fragments with the moov.
+        unsyncedFrom = nil
         file.close()
         if configuration.finalizeMode == .faststart {
             try Faststart.rewrite(path: path, tracks: tracks, tables: tables, info: info, creationTime: configuration.creationTime,
