@@ -8,15 +8,6 @@ import TestSupport
 /// thread that may block), which also finalizes the files a split closed.
 @Suite("Fragments synced when the owner asks")
 struct DeferredSyncTests {
-    /// 7 s of two cameras and a microphone.
-    private static func recording() throws -> GeneratedRecording {
-        try MediaGenerator.generate([
-            .video(.init(id: 1, label: "front", frames: 210)),
-            .video(.init(id: 2, label: "back", frames: 210)),
-            .audio(.init(id: 3, label: "mic", packets: 350)),
-        ])
-    }
-
     private static func configuration(_ recording: GeneratedRecording, directory: String, durability: MuxerConfiguration.Durability,
                                       segmentNanos: Int64? = 2_000_000_000) -> MuxerConfiguration {
         makeConfiguration(recording, directory: directory) {
@@ -44,7 +35,7 @@ struct DeferredSyncTests {
 
     @Test("The ack point waits for the sync; then every report, ack point and file is what fsyncEveryFragment gives")
     func syncAfterEveryAppendMatchesFsyncEveryFragment() throws {
-        let recording = try Self.recording()
+        let recording = try MediaGenerator.twoCamerasAndAMic()
         let inline = try TemporaryDirectory(prefix: "sync-inline")
         let asked = try TemporaryDirectory(prefix: "sync-asked")
 
@@ -89,7 +80,7 @@ struct DeferredSyncTests {
 
     @Test("A file a split closed is finalized by the sync, not by the append that split")
     func splitFileIsFinalizedAtTheSync() throws {
-        let recording = try Self.recording()
+        let recording = try MediaGenerator.twoCamerasAndAMic()
         let dir = try TemporaryDirectory(prefix: "sync-split")
         let muxer = try MP4Muxer(configuration: Self.configuration(recording, directory: dir.path, durability: .fsyncWhenAsked))
         try muxer.start()
@@ -118,7 +109,7 @@ struct DeferredSyncTests {
 
     @Test("Suspended with fragments written and never synced, the resume keeps them and the file holds every sample once")
     func suspendWithUnsyncedFragmentsResumes() throws {
-        let recording = try Self.recording()
+        let recording = try MediaGenerator.twoCamerasAndAMic()
         let dir = try TemporaryDirectory(prefix: "sync-suspend")
         let configuration = Self.configuration(recording, directory: dir.path, durability: .fsyncWhenAsked, segmentNanos: nil)
         let muxer = try MP4Muxer(configuration: configuration)

@@ -6,19 +6,10 @@ import Testing
 /// Scenario 8: `maxSegmentDuration` splits one session into several regular MP4s.
 @Suite("Segmented recording")
 struct SegmentationTests {
-    /// 7 s of two cameras and a microphone: 2 s segments split it into four files.
-    private static func twoCamerasAndAMic() throws -> GeneratedRecording {
-        try MediaGenerator.generate([
-            .video(.init(id: 1, label: "front", frames: 210)),
-            .video(.init(id: 2, label: "back", frames: 210)),
-            .audio(.init(id: 3, label: "mic", packets: 350)),
-        ])
-    }
-
     @Test("2 s segments over 7 s of 2 cameras + mic: every file passes, together they hold every sample once")
     func segmentsByDuration() throws {
         let dir = try TemporaryDirectory(prefix: "segments")
-        let recording = try Self.twoCamerasAndAMic()
+        let recording = try MediaGenerator.twoCamerasAndAMic()
         let outcome = try record(recording, directory: dir.path) { $0.maxSegmentDuration = 2_000_000_000 }
         assertBookkeeping(outcome, recording: recording)
         let summary = try #require(outcome.summary)
@@ -67,7 +58,7 @@ struct SegmentationTests {
     @Test("a resume right after a split, before the new file's first fragment, goes on from the file before it: every sample once, one timeline")
     func resumeBeforeTheNewFilesFirstFragment() throws {
         let dir = try TemporaryDirectory(prefix: "segresume")
-        let recording = try Self.twoCamerasAndAMic()
+        let recording = try MediaGenerator.twoCamerasAndAMic()
         let configuration = makeConfiguration(recording, directory: dir.path) { $0.maxSegmentDuration = 2_000_000_000 }
         let muxer = try MP4Muxer(configuration: configuration)
         try muxer.start()

@@ -7,14 +7,6 @@ import Testing
 /// finished segments and from a file still being recorded, judged by ffprobe and ffmpeg.
 @Suite("Track streams")
 struct TrackStreamTests {
-    private static func generate() throws -> GeneratedRecording {
-        try MediaGenerator.generate([
-            .video(.init(id: 1, label: "front", frames: 210)),
-            .video(.init(id: 2, label: "back", frames: 210)),
-            .audio(.init(id: 3, label: "mic", packets: 350)),
-        ])
-    }
-
     private static func sources(_ dir: TemporaryDirectory, liveLast: Bool = false) throws -> [SessionExport.Source] {
         let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".mp4") }.sorted()
         return names.enumerated().map { SessionExport.Source(path: dir.path + "/" + $1, isLive: liveLast && $0 == names.count - 1) }
@@ -49,7 +41,7 @@ struct TrackStreamTests {
     @Test("a finished segmented session: each track streams every sample once, at session time, from a keyframe")
     func finishedSession() throws {
         let dir = try TemporaryDirectory(prefix: "stream")
-        let recording = try Self.generate()
+        let recording = try MediaGenerator.twoCamerasAndAMic()
         _ = try record(recording, directory: dir.path) { $0.maxSegmentDuration = 2_000_000_000 }
         let origin = presentationOrigin(recording.expected)
         let sources = try Self.sources(dir)
@@ -85,7 +77,7 @@ struct TrackStreamTests {
     @Test("a live session: the stream starts at the last durable keyframe and, refreshed, goes on to the end without a gap or a repeat")
     func liveSession() throws {
         let dir = try TemporaryDirectory(prefix: "stream-live")
-        let recording = try Self.generate()
+        let recording = try MediaGenerator.twoCamerasAndAMic()
         let configuration = makeConfiguration(recording, directory: dir.path) { $0.maxSegmentDuration = 2_000_000_000 }
         let muxer = try MP4Muxer(configuration: configuration)
         try muxer.start()
@@ -121,7 +113,7 @@ struct TrackStreamTests {
     @Test("a live session's sound: the stream keeps the start it chose and goes on to the end")
     func liveSound() throws {
         let dir = try TemporaryDirectory(prefix: "stream-live-sound")
-        let recording = try Self.generate()
+        let recording = try MediaGenerator.twoCamerasAndAMic()
         let muxer = try MP4Muxer(configuration: makeConfiguration(recording, directory: dir.path) { $0.maxSegmentDuration = 2_000_000_000 })
         try muxer.start()
         let half = recording.samples.count / 2

@@ -101,6 +101,15 @@ struct GeneratedRecording: Sendable {
 }
 
 enum MediaGenerator {
+    /// 7 s of two cameras (30 fps, front and back) and a microphone (20 ms packets).
+    static func twoCamerasAndAMic() throws -> GeneratedRecording {
+        try MediaGenerator.generate([
+            .video(.init(id: 1, label: "front", frames: 210)),
+            .video(.init(id: 2, label: "back", frames: 210)),
+            .audio(.init(id: 3, label: "mic", packets: 350)),
+        ])
+    }
+
     /// A monotonic-clock-looking base (~16.7 minutes after boot), so nothing starts at 0.
     static let defaultClockBase: Int64 = 1_000_000_000_000
     static let opusPacketNanos: Int64 = 20_000_000
