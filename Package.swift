@@ -4,6 +4,10 @@ import PackageDescription
 // Layout: executables are thin `main` wrappers; logic lives in the *Core / Shared /
 // MediaEncoding libraries that tests import. One C module per system library, each
 // with shim functions for what Swift cannot import (macros, variadic calls).
+// Imports are internal unless a file says `public import`: a Core module's public surface is
+// what its executable and tests need, and no dependency leaks through it by accident.
+let internalImports: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
+
 let package = Package(
     name: "multicam-recorder",
     platforms: [.macOS(.v14)],
@@ -83,7 +87,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: internalImports
         ),
         .target(
             name: "RecordServerCore",
@@ -114,7 +119,8 @@ let package = Package(
             // The web console's page, script and style (Console/Assets), compiled in the same way.
             resources: [.embedInCode("Admin/openapi.yaml"), .embedInCode("Console/Assets/index.html"),
                         .embedInCode("Console/Assets/sign-in.html"), .embedInCode("Console/Assets/console.js"),
-                        .embedInCode("Console/Assets/console.css")]
+                        .embedInCode("Console/Assets/console.css")],
+            swiftSettings: internalImports
         ),
         .target(
             name: "RecordCtlCore",
@@ -127,7 +133,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: internalImports
         ),
 
         .executableTarget(name: "CaptureAgent", dependencies: ["CaptureAgentCore"]),

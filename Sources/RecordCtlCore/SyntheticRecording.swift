@@ -1,5 +1,5 @@
-import MediaEncoding
-import Shared
+public import MediaEncoding
+public import Shared
 
 /// Encodes the deterministic test sources (moving pattern with a frame-number bar code and a
 /// flash each second; a tone with a beep at each flash) with real x264 and Opus, into the

@@ -1,6 +1,6 @@
 import CMallocTuning
 import Foundation
-import Logging
+public import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -49,10 +49,8 @@ public final class RecordServer: Sendable {
                                                requireClientCertificate: configuration.tls.requireClientCertificate)
         }
         let revocationFile = try configuration.tls.revocationList.map { path throws in try RevocationFile(path: path, logger: logger) }
-        var tokens: [String: String] = [:]
-        if let path = configuration.bearerTokens {
-            tokens = try JSONDecoder().decode([String: String].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
-        }
+        // The same reading of the file that validate() checked, not a second one.
+        let tokens = try configuration.loadBearerTokens()
         let authenticator = AgentAuthenticator(requireClientCertificate: configuration.tls.requireClientCertificate,
                                                bearerTokens: tokens, revocationFile: revocationFile, insecurePlaintext: configuration.insecurePlaintext)
         ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator,

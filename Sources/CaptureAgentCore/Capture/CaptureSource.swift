@@ -1,5 +1,5 @@
-import MediaEncoding
-import Shared
+public import MediaEncoding
+public import Shared
 
 /// What a source produces, known once it has started (a camera reports what it granted).
 public enum SourceFormat: Sendable, Equatable, CustomStringConvertible {

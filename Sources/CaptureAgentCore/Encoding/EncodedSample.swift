@@ -1,4 +1,4 @@
-import NIOCore
+public import NIOCore
 
 /// One encoded access unit (H.264, length-prefixed) or Opus packet, ready to become a
 /// protocol `Sample` once it gets its sequence number. Times are CLOCK_MONOTONIC ns.

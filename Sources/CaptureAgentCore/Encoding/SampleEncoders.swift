@@ -1,6 +1,6 @@
-import MediaEncoding
+public import MediaEncoding
 import NIOCore
-import WireProtocol
+public import WireProtocol
 
 /// Turns captured media of one track into encoded samples. One instance per track,
 /// used from that track's encoder thread only.

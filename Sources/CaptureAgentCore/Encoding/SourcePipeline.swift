@@ -1,7 +1,7 @@
 import Foundation
-import Logging
+public import Logging
 import MediaEncoding
-import WireProtocol
+public import WireProtocol
 
 /// Receives what a pipeline produces, from the pipeline's encoder thread, in order.
 public protocol PipelineSink: AnyObject, Sendable {

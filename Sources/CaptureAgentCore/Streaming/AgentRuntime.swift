@@ -1,10 +1,10 @@
-import Foundation
-import Shared
-import Logging
-import NIOCore
+public import Foundation
+public import Shared
+public import Logging
+public import NIOCore
 import NIOPosix
-import NIOSSL
-import WireProtocol
+public import NIOSSL
+public import WireProtocol
 import WireProtocolNIO
 
 /// Everything the running agent needs, whether it came from flags or a config file.

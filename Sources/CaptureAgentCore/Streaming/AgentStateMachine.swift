@@ -1,5 +1,5 @@
-import Logging
-import WireProtocol
+public import Logging
+public import WireProtocol
 
 /// The agent's protocol logic (protocol.md §5–§7), without any I/O.
 ///

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import RecordingTLS
-import Shared
+public import Shared
 
 /// A failed connection attempt in an operator's words: the cause, what to do, and whether
 /// trying again can help. Library errors (BoringSSL's reason codes, NIO's socket errors) are

@@ -1,6 +1,6 @@
 import DequeModule
 import NIOCore
-import WireProtocol
+public import WireProtocol
 
 /// Everything of one session the server has not acknowledged yet, bounded by bytes and
 /// by the time span it covers (protocol.md §7.3).

@@ -1,6 +1,6 @@
-import AdminModels
-import Foundation
-import Shared
+public import AdminModels
+public import Foundation
+public import Shared
 
 // The live views are reported in the admin API's own types (AdminModels): the registry and
 // the sessions fill in exactly what `GET /v1/agents` and `GET /v1/sessions` publish.

@@ -1,8 +1,8 @@
-import Hummingbird
+public import Hummingbird
 import HummingbirdTLS
-import Logging
+public import Logging
 import NIOCore
-import NIOSSL
+public import NIOSSL
 
 /// The admin HTTP API of `record-server` (docs/admin-api.md): status, control of agents'
 /// sessions, the recordings catalog and the Prometheus `/metrics` page.

@@ -1,4 +1,4 @@
-import AdminModels
+public import AdminModels
 import NIOConcurrencyHelpers
 
 /// Takes server events without waiting: whatever it does with one (queue it for a webhook)

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import GRDB
 
 /// The recording catalog: agents, sessions, recordings (files) and tracks in SQLite, through

@@ -1,5 +1,5 @@
-import AdminModels
-import Foundation
+public import AdminModels
+public import Foundation
 
 // The statuses are the admin API's vocabulary (docs/admin-api.md), so they live with its types;
 // the catalog stores their raw values.

@@ -1,6 +1,6 @@
 import Foundation
 import Shared
-import Logging
+public import Logging
 
 /// Everything an operator can set for `record-server`. Every field has a default, so a
 /// configuration file lists only what differs; `deploy/record-server.example.json` shows all

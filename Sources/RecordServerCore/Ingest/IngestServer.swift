@@ -1,9 +1,9 @@
-import Logging
-import NIOCore
+public import Logging
+public import NIOCore
 import NIOPosix
-import NIOSSL
+public import NIOSSL
 import RecordingTLS
-import Shared
+public import Shared
 import WireProtocolNIO
 
 /// The agent-facing listener: TCP + TLS 1.3 (mutual by default), then the framed protocol.

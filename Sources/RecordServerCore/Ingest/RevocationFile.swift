@@ -1,7 +1,7 @@
 import Foundation
-import Logging
+public import Logging
 import NIOConcurrencyHelpers
-import RecordingTLS
+public import RecordingTLS
 
 /// The server's `tls.revocationList`, re-read whenever the file changes, so that
 /// `recordctl ca revoke` plus copying the file takes effect at the next connection, with no

@@ -1,6 +1,6 @@
-import Metrics
-import Prometheus
-import Shared
+public import Metrics
+public import Prometheus
+public import Shared
 
 /// The server's metrics: one Prometheus registry, the swift-metrics factory that feeds it,
 /// and typed handles for everything ingest, sessions and storage report.

@@ -1,4 +1,4 @@
-import Shared
+public import Shared
 
 /// The figures ingest reports. `ServerMetrics` implements it with swift-metrics/Prometheus;
 /// tests may pass `NoMetrics`.

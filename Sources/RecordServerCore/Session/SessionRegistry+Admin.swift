@@ -1,4 +1,4 @@
-import AdminModels
+public import AdminModels
 import Foundation
 import Shared
 

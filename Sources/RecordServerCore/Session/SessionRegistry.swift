@@ -1,8 +1,8 @@
 import AdminModels
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import NIOCore
-import Shared
+public import Shared
 
 /// Where a session's files go: the storage layout decides, from validated ids only.
 public typealias SessionLocator = @Sendable (_ agentID: String, _ sessionID: SessionID, _ date: Date) throws -> (directory: String, baseName: String)

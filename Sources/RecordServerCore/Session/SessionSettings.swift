@@ -1,4 +1,4 @@
-import Shared
+public import Shared
 
 /// How sessions record: what the server configuration decides for every muxer.
 public struct SessionSettings: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// When finished recordings are deleted automatically. Both limits are off by default: a
 /// recording system must never lose footage the operator did not ask it to lose.

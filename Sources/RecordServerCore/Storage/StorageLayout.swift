@@ -1,5 +1,5 @@
-import Foundation
-import Shared
+public import Foundation
+public import Shared
 
 /// Where record-server keeps its files, derived from one data directory:
 ///

@@ -1,5 +1,5 @@
 import AdminModels
-import Foundation
+public import Foundation
 
 /// One event on its way to one target: the JSON the SSE stream sends as `data:`, and the id
 /// that stays the same over the retries.

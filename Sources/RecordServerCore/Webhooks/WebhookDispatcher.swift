@@ -1,6 +1,6 @@
-import AdminModels
+public import AdminModels
 import Foundation
-import Logging
+public import Logging
 
 /// Posts server events to the configured webhook targets (docs/admin-api.md, "Webhooks").
 /// Taking an event only queues it, once per target that wants its type (``WebhookQueue``), so

@@ -1,6 +1,6 @@
-import AdminModels
+public import AdminModels
 import Crypto
-import Foundation
+public import Foundation
 
 /// One receiver of webhooks, as the server uses it: where to post, the key that signs each
 /// post, and which event types it wants. Made from the configuration
