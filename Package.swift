@@ -164,13 +164,14 @@ let package = Package(
         // The handlers in EmbeddedChannels, and the agent's state machine against the server's
         // validator through them, without sockets.
         .testTarget(name: "WireProtocolNIOTests", dependencies: [
-            "WireProtocolNIO", "WireProtocol", "CaptureAgentCore",
+            "WireProtocolNIO", "WireProtocol", "CaptureAgentCore", "TestSupport",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "MediaEncodingTests", dependencies: ["MediaEncoding", "TestSupport", "Shared"]),
         // Test support shared by test targets: processes and temporary directories, external
-        // tools (ffprobe, ffmpeg) as oracles, the built executables, a real record-server and
-        // agent settings for it, a TCP proxy that cuts the network.
+        // tools (ffprobe, ffmpeg) as oracles, the built executables (record-server as a process,
+        // recordctl), a real record-server and agent settings for it, a TCP proxy that cuts the
+        // network, a tmpfs that fills up.
         .target(name: "TestSupport", dependencies: [
             "MediaEncoding", "RecordServerCore", "CaptureAgentCore", "RecordingTLS", "Shared",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -206,7 +207,7 @@ let package = Package(
         .testTarget(
             name: "RecordCtlTests",
             dependencies: [
-                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "WireProtocolNIO", "CaptureAgentCore", "TestSupport", "AdminModels",
+                "RecordCtlCore", "RecordServerCore", "RecordingTLS", "Shared", "WireProtocolNIO", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -215,11 +216,22 @@ let package = Package(
         .testTarget(
             name: "CaptureAgentTests",
             dependencies: [
-                "CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "RecordCtlCore", "TestSupport",
+                "CaptureAgentCore", "RecordingTLS", "Shared", "MediaEncoding", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The whole system: real capture agents against a real record-server, and recordctl against both, judged by what they recorded.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ],

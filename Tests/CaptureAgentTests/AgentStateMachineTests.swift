@@ -1,5 +1,6 @@
 import NIOCore
 import Testing
+import TestSupport
 import WireProtocol
 @testable import CaptureAgentCore
 

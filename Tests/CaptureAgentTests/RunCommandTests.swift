@@ -2,22 +2,31 @@ import ArgumentParser
 import Foundation
 import RecordingTLS
 import Testing
+import TestSupport
 @testable import CaptureAgentCore
 
 @Suite("capture-agent run: flags and the config file")
 struct RunCommandTests {
+    /// A CA in a fresh directory (TestSupport's ``ServerFixture``, never started) and agent
+    /// `cam-e2e`'s certificate from it, as `cam-e2e.pem` and `cam-e2e-key.pem` there.
+    private func agentFixture() throws -> ServerFixture {
+        let fixture = try ServerFixture(prefix: "capture-agent-tests", adminToken: nil)
+        _ = try fixture.writeAgentCertificate("cam-e2e")
+        return fixture
+    }
+
     /// `certificate` names the PEM pair in the fixture's directory (`NAME.pem`, `NAME-key.pem`).
-    private func command(_ fixture: EndToEndFixture, _ extra: [String], certificate: String = "cam-e2e") throws -> RunCommand {
+    private func command(_ fixture: ServerFixture, _ extra: [String], certificate: String = "cam-e2e") throws -> RunCommand {
         try RunCommand.parse([
             "--server", "127.0.0.1:7443", "--ca", fixture.caPath,
-            "--cert", fixture.directory.path + "/\(certificate).pem", "--key", fixture.directory.path + "/\(certificate)-key.pem",
+            "--cert", fixture.directory + "/\(certificate).pem", "--key", fixture.directory + "/\(certificate)-key.pem",
             "--agent-id", "cam-e2e", "--source", "front=test:320x240@30",
         ] + extra)
     }
 
     @Test func theStopTimeoutComesFromTheFlagThenTheFileThenTheDefault() throws {
-        let fixture = try EndToEndFixture()
-        let config = try fixture.directory.file("agent.json", Array(#"{"stopTimeoutSeconds": 12.5}"#.utf8))
+        let fixture = try agentFixture()
+        let config = try fixture.scratch.file("agent.json", Array(#"{"stopTimeoutSeconds": 12.5}"#.utf8))
         #expect(try command(fixture, []).resolve().0.stopTimeout == 30_000_000_000)
         #expect(try command(fixture, ["--config", config]).resolve().0.stopTimeout == 12_500_000_000)
         #expect(try command(fixture, ["--config", config, "--stop-timeout", "3"]).resolve().0.stopTimeout == 3_000_000_000)
@@ -25,7 +34,7 @@ struct RunCommandTests {
 
     @Test(arguments: ["0", "-1", "3601"])
     func anOutOfRangeStopTimeoutIsRefused(value: String) throws {
-        let fixture = try EndToEndFixture()
+        let fixture = try agentFixture()
         let error = #expect(throws: ConfigError.self) { try command(fixture, ["--stop-timeout=\(value)"]).resolve() }
         #expect(error?.message.contains("--stop-timeout") == true, "\(error?.message ?? "")")
     }
@@ -33,19 +42,19 @@ struct RunCommandTests {
     /// An agent certificate outside its validity can never connect: the agent refuses to start
     /// and names the date (issue 13, finding 7); one close to expiry starts with a warning.
     @Test func anExpiredOrNotYetValidCertificateIsRefusedWithItsDate() throws {
-        let fixture = try EndToEndFixture()
+        let fixture = try agentFixture()
         let day: TimeInterval = 86_400
         for (name, notBefore, words) in [("expired", Date().addingTimeInterval(-2 * day), "expired on"),
                                           ("future", Date().addingTimeInterval(2 * day), "not valid before")] {
             let certificate = try fixture.ca.issueAgentCertificate(agentID: "cam-e2e", validity: day, notBefore: notBefore)
-            try certificate.write(certPath: fixture.directory.path + "/\(name).pem", keyPath: fixture.directory.path + "/\(name)-key.pem")
+            try certificate.write(certPath: fixture.directory + "/\(name).pem", keyPath: fixture.directory + "/\(name)-key.pem")
             let error = #expect(throws: ConfigError.self) { try command(fixture, [], certificate: name).resolve() }
             let date = CertificateValidity.format(name == "expired" ? certificate.notAfter : notBefore)
             #expect(error?.message.contains("\(words) \(date)") == true, "\(error?.message ?? "")")
             #expect(error?.message.contains("recordctl ca issue agent cam-e2e") == true, "\(error?.message ?? "")")
         }
         let soon = try fixture.ca.issueAgentCertificate(agentID: "cam-e2e", validity: 2.5 * day, notBefore: Date().addingTimeInterval(-day))
-        try soon.write(certPath: fixture.directory.path + "/soon.pem", keyPath: fixture.directory.path + "/soon-key.pem")
+        try soon.write(certPath: fixture.directory + "/soon.pem", keyPath: fixture.directory + "/soon-key.pem")
         let settings = try command(fixture, [], certificate: "soon").resolve().0
         #expect(settings.startupWarnings.count == 1)
         #expect(settings.startupWarnings.first?.contains("expires on \(CertificateValidity.format(soon.notAfter)) (in 1 day)") == true,

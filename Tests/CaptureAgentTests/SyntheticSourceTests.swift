@@ -1,5 +1,6 @@
 import Foundation
 import MediaEncoding
+import NIOConcurrencyHelpers
 import Testing
 @testable import CaptureAgentCore
 
@@ -45,11 +46,12 @@ struct SyntheticSourceTests {
         let clock = ManualClock(start: 0)
         let source = TestVideoSource(width: 64, height: 64, fps: 10, label: "", clock: clock, epoch: 0, frameLimit: 3)
         try source.start()
-        let got = Locked<[Int64]>([])
+        let got = NIOLockedValueBox<[Int64]>([])
         let done = DispatchSemaphore(value: 0)
         let box = UncheckedBox(source)
         Thread.detachNewThread {
-            while let m = try? box.value.read() { got.withLock { $0.append(m.pts) } }
+            // A read error ends the thread as the last frame does; the expectation below then finds frames missing.
+            while let m = try? box.value.read() { got.withLockedValue { $0.append(m.pts) } }
             done.signal()
         }
         // Frame 0 is due at once; frame 1 only when the clock reaches 100 ms.
@@ -58,7 +60,7 @@ struct SyntheticSourceTests {
         clock.waitForSleepers(1)
         clock.set(200_000_000)
         done.wait()
-        #expect(got.withLock { $0 } == [0, 100_000_000, 200_000_000])
+        #expect(got.withLockedValue { $0 } == [0, 100_000_000, 200_000_000])
         #expect(clock.deadlines == [0, 100_000_000, 200_000_000])
     }
 

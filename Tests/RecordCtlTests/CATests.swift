@@ -8,6 +8,7 @@ import RecordingTLS
 import Shared
 import WireProtocolNIO
 import Testing
+import TestSupport
 
 /// `recordctl ca` end to end: a CA and certificates made by the CLI are accepted by a real
 /// record-server; a revoked agent and an expired certificate are refused.

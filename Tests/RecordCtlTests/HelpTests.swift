@@ -1,5 +1,6 @@
 import ArgumentParser
 import Testing
+import TestSupport
 @testable import RecordCtlCore
 
 @Suite("recordctl help text")

@@ -2,6 +2,7 @@ import CaptureAgentCore
 import NIOCore
 import NIOEmbedded
 import Testing
+import TestSupport
 import WireProtocol
 import WireProtocolNIO
 
@@ -92,16 +93,13 @@ struct ConversationTests {
 
 /// The agent's end: its state machine, its clock, and what its actions said.
 struct AgentEnd {
-    var machine = AgentStateMachine(configuration: .init(agentID: "cam-a", softwareVersion: "capture-agent/test"), random: NoJitter())
+    /// No reconnect jitter (always 0): the conversation does not depend on it.
+    var machine = AgentStateMachine(configuration: .init(agentID: "cam-a", softwareVersion: "capture-agent/test"),
+                                    random: ScriptedRandom(values: [0]))
     var now: Int64 = 1_000_000_000
     var acks: [UInt64] = []
     var finished: [SessionClosed] = []
     var closedConnections: [String] = []
-}
-
-/// Reconnect jitter of zero: the conversation does not depend on it.
-struct NoJitter: RandomNumberGenerator, Sendable {
-    mutating func next() -> UInt64 { 0 }
 }
 
 /// A record-server's protocol end as the test needs it: a ``SessionValidator`` per connection

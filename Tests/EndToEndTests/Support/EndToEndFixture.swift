@@ -1,12 +1,8 @@
 import Foundation
 import Logging
-import MediaEncoding
-import NIOPosix
-import NIOSSL
 import RecordServerCore
 import RecordingTLS
 import Shared
-import Testing
 import TestSupport
 @testable import CaptureAgentCore
 
@@ -36,18 +32,13 @@ final class EndToEndFixture: @unchecked Sendable {
                                  record: true, sessionID: sessionID, duration: seconds)
     }
 
+    /// A record-server in this process on ``serverConfiguration`` (or on `configuration`), started.
+    func startServer(_ configuration: ServerConfiguration? = nil) async throws -> RecordServer.RunningServer {
+        try await RecordServer(configuration: configuration ?? serverConfiguration, logger: Self.logger).start()
+    }
+
     /// The finished recordings (MP4 files) under the data directory.
     func recordings() -> [String] { server.recordingFiles() }
 
     static var logger: Logger { ServerFixture.logger }
-}
-
-/// Checks the acceptance criteria on a recording of two 30 fps test cameras and test audio
-/// (``checkContiguousFrames``, with the drops the agent reported in the catalog of
-/// `dataDirectory`), and that sound and picture stay within a frame of each other.
-func checkRecording(_ path: String, expectedFrames: ClosedRange<Int>, dataDirectory: String) throws {
-    let decoded = try DecodedRecording(path: path)
-    checkContiguousFrames(decoded, expected: expectedFrames, drops: try reportedDrops(in: path, dataDirectory: dataDirectory), context: path)
-    let offset = try #require(decoded.worstAudioVideoOffset(fps: 30), "flashes and beeps found")
-    #expect(offset <= 1.0 / 30 + 0.001, "audio/video offset \(offset * 1000) ms")
 }

@@ -31,17 +31,13 @@ struct FileSourceSyncTests {
         var offsets: [Double] = []
         for run in 1 ... runs {
             let fixture = try EndToEndFixture()
-            let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
-            let running = try await server.start()
+            let running = try await fixture.startServer()
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             var settings = try fixture.agentSettings(port: running.ingestPort, seconds: 60, sessionID: try Identifier(validating: "files-\(run)"))
             settings.sources = [try SourceSpec.parse("clip=y4m:\(video)"), try SourceSpec.parse("voice=wav:\(audio)")]
             settings.duration = nil  // the recording ends when both files have been read
             let agent = try AgentRuntime(settings: settings, logger: EndToEndFixture.logger, group: group)
-            let outcome = await Result(catching: { try await agent.run() })
-            await running.stop()
-            try await group.shutdownGracefully()
-            try outcome.get()
+            try await recordThenStop(running, group) { try await agent.run() }
 
             let file = try #require(fixture.recordings().first)
             let decoded = try DecodedRecording(path: file)
@@ -53,12 +49,5 @@ struct FileSourceSyncTests {
         let milliseconds = offsets.map { String(format: "%.1f", $0 * 1000) }
         print("file sources: worst audio/video offset per run, ms: \(milliseconds.joined(separator: ", "))")
         #expect(offsets.allSatisfy { $0 <= 1.0 / Double(fps) + 0.001 }, "worst offsets \(milliseconds) ms; one frame is 33.3 ms")
-    }
-}
-
-extension Result where Failure == any Error {
-    /// The outcome of an async throwing body, so that clean-up runs before it is rethrown.
-    init(catching body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

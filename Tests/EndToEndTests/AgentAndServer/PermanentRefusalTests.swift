@@ -37,7 +37,7 @@ struct PermanentRefusalTests {
 
     @Test func anAgentCertificateFromAnotherCAIsRefusedForGood() async throws {
         let fixture = try EndToEndFixture()
-        let running = try await RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger).start()
+        let running = try await fixture.startServer()
         defer { Task { await running.stop() } }
         let foreign = try CertificateAuthority.create().issueAgentCertificate(agentID: "cam-e2e")
         try foreign.write(certPath: fixture.directory.path + "/foreign.pem", keyPath: fixture.directory.path + "/foreign-key.pem")
@@ -54,7 +54,7 @@ struct PermanentRefusalTests {
         let fixture = try EndToEndFixture()
         var config = fixture.serverConfiguration
         config.admin = .init(enabled: true, host: "127.0.0.1", port: 0, token: "admin-token-0123456789abcdef")
-        let running = try await RecordServer(configuration: config, logger: EndToEndFixture.logger).start()
+        let running = try await fixture.startServer(config)
         defer { Task { await running.stop() } }
         let error = try await refusal(try fixture.agentSettings(port: try #require(running.adminPort), seconds: 5, sessionID: "refused-2"))
         #expect(error.exitCode == ConnectionFailure.permanentExitCode)
@@ -70,7 +70,7 @@ struct PermanentRefusalTests {
         try list.save(path: revoked)
         var config = fixture.serverConfiguration
         config.tls.revocationList = revoked
-        let running = try await RecordServer(configuration: config, logger: EndToEndFixture.logger).start()
+        let running = try await fixture.startServer(config)
         defer { Task { await running.stop() } }
         let error = try await refusal(try fixture.agentSettings(port: running.ingestPort, seconds: 5, sessionID: "refused-3"))
         #expect(error.exitCode == ConnectionFailure.permanentExitCode)
@@ -81,7 +81,7 @@ struct PermanentRefusalTests {
     /// agent read from its own certificate.
     @Test func anExpiredAgentCertificateIsRefusedForGoodWithItsDate() async throws {
         let fixture = try EndToEndFixture()
-        let running = try await RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger).start()
+        let running = try await fixture.startServer()
         defer { Task { await running.stop() } }
         let expired = try fixture.ca.issueAgentCertificate(agentID: "cam-e2e", validity: 86_400,
                                                            notBefore: Date().addingTimeInterval(-2 * 86_400))
@@ -97,21 +97,6 @@ struct PermanentRefusalTests {
         #expect(error.exitCode == ConnectionFailure.permanentExitCode)
         #expect(error.message.contains("expired on \(CertificateValidity.format(validity.notAfter))"), "\(error.message)")
     }
-
-    @Test func nobodyListeningIsTransient() {
-        let refused = ConnectionFailure.describe(POSIXErrorLike("connect(descriptor:addr:size:): Connection refused (errno: 111)"),
-                                                 host: "127.0.0.1", port: 7443)
-        #expect(refused.kind == .transient)
-        #expect(refused.message == "nothing accepts connections at 127.0.0.1:7443: record-server is stopped or restarting")
-        let other = ConnectionFailure.describe(POSIXErrorLike("weird failure at /build/x/.build/checkouts/swift-nio/Sources/a.swift:12"),
-                                               host: "h", port: 1)
-        #expect(other.kind == .transient && !other.message.contains("/.build/"), "\(other.message)")
-    }
-}
-
-private struct POSIXErrorLike: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 private enum NIOSSLCertificateLoader {

@@ -23,8 +23,7 @@ struct NetworkFaultTests {
     /// An in-process record-server for the fixture, reached through a fault-injecting proxy.
     private func startServerBehindProxy(_ fixture: EndToEndFixture) async throws
         -> (server: RecordServer.RunningServer, group: MultiThreadedEventLoopGroup, proxy: FaultInjectingProxy) {
-        let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
-        let running = try await server.start()
+        let running = try await fixture.startServer()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         return (running, group, try await FaultInjectingProxy(group: group, targetPort: running.ingestPort))
     }
@@ -50,6 +49,7 @@ struct NetworkFaultTests {
         let started = Date()
         let recording = Task { try await agent.run() }
 
+        // Only after the test has recorded why it gives up: how the agent and the group end adds nothing.
         func cleanUp() async {
             agent.shutdown()
             agent.shutdown()
@@ -98,23 +98,14 @@ struct NetworkFaultTests {
     @Test(.timeLimit(.minutes(5)))
     func audioVideoOffsetStaysWithinOneFrameOverSixtySeconds() async throws {
         let fixture = try EndToEndFixture()
-        let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
-        let running = try await server.start()
+        let running = try await fixture.startServer()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let agent = try AgentRuntime(
             settings: try settings(fixture, port: running.ingestPort,
                                    sources: ["front=test:320x240@30", "back=test:320x240@30", "tone=test:audio"],
                                    sessionID: "av-sync-60", duration: 61),
             logger: EndToEndFixture.logger, group: group)
-        do {
-            try await agent.run()
-        } catch {
-            await running.stop()
-            try? await group.shutdownGracefully()
-            throw error
-        }
-        await running.stop()
-        try await group.shutdownGracefully()
+        try await recordThenStop(running, group) { try await agent.run() }
 
         let files = fixture.recordings()
         #expect(files.count == 1, "\(files)")

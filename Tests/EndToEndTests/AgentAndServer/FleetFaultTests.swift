@@ -7,9 +7,6 @@ import Testing
 import TestSupport
 @testable import CaptureAgentCore
 
-/// The capture-agent executable (built by `swift build --build-tests`).
-let captureAgentBinary = BuiltProducts.path("capture-agent")
-
 /// End-to-end fault tests from issue 7: several agents at once, and an agent killed mid-session.
 @Suite("Fleet and fault tests with a real record-server over TLS", .serialized)
 struct FleetFaultTests {
@@ -30,8 +27,7 @@ struct FleetFaultTests {
     @Test(.timeLimit(.minutes(3)))
     func threeAgentsRecordingAtOnceEachGiveOneCompleteDistinctMP4() async throws {
         let fixture = try EndToEndFixture()
-        let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
-        let running = try await server.start()
+        let running = try await fixture.startServer()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let agents = ["agent-a", "agent-b", "agent-c"]
         var runtimes: [AgentRuntime] = []
@@ -40,18 +36,12 @@ struct FleetFaultTests {
                                                                   sessionID: try Identifier(validating: "fleet-\(id)")),
                                              logger: EndToEndFixture.logger, group: group))
         }
-        do {
+        try await recordThenStop(running, group) {
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 for runtime in runtimes { tasks.addTask { try await runtime.run() } }
                 try await tasks.waitForAll()
             }
-        } catch {
-            await running.stop()
-            try? await group.shutdownGracefully()
-            throw error
         }
-        await running.stop()
-        try await group.shutdownGracefully()
 
         let files = fixture.recordings()
         #expect(files.count == 3, "\(files)")
@@ -78,8 +68,7 @@ struct FleetFaultTests {
         let fixture = try EndToEndFixture()
         var config = fixture.serverConfiguration
         config.resumeWindowSeconds = 2
-        let server = try RecordServer(configuration: config, logger: EndToEndFixture.logger)
-        let running = try await server.start()
+        let running = try await fixture.startServer(config)
         let (cert, key) = try fixture.server.writeAgentCertificate("agent-k")
 
         // The agent logs every acknowledgement at trace level; the log tells the test what the

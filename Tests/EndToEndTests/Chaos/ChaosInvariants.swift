@@ -55,6 +55,7 @@ extension ChaosRun {
                 report.problems.append("session \(id) is still `recording` in the catalog after the server stopped")
             case .cancelled:
                 if !rows.isEmpty { report.problems.append("cancelled session \(id) still lists \(rows.map(\.path))") }
+                // A session directory that is gone holds no file, which is what is checked.
                 let left = (try? FileManager.default.contentsOfDirectory(atPath: session.directory))?.filter { $0.hasSuffix(".mp4") } ?? []
                 if !left.isEmpty { report.problems.append("cancelled session \(id) left \(left)") }
                 report.cancelledChecked += 1
@@ -91,6 +92,7 @@ extension ChaosRun {
             if let errors = try Oracle.decodeErrors(row.path) { report.problems.append("\(row.path) does not play cleanly: \(errors)") }
             let size = try FileManager.default.attributesOfItem(atPath: row.path)[.size] as? Int64
             if row.sizeBytes != size { report.problems.append("\(row.id): catalog \(row.sizeBytes) B, file \(size ?? -1) B") }
+            // No duration is itself the problem, recorded here with the file's name.
             guard let duration = try? Oracle.duration(row.path) else {
                 report.problems.append("\(row.path): ffprobe reads no duration")
                 continue

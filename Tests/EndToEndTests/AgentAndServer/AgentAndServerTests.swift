@@ -8,18 +8,15 @@ import TestSupport
 @testable import CaptureAgentCore
 
 @Suite("End to end with a real record-server over TLS", .serialized)
-struct EndToEndTests {
+struct AgentAndServerTests {
     @Test(.timeLimit(.minutes(2)))
     func twoTestCamerasAndTestAudioForTenSecondsGiveOneCompleteMP4() async throws {
         let fixture = try EndToEndFixture()
-        let server = try RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger)
-        let running = try await server.start()
+        let running = try await fixture.startServer()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let agent = try AgentRuntime(settings: try fixture.agentSettings(port: running.ingestPort, seconds: 10, sessionID: "e2e-1"),
                                      logger: EndToEndFixture.logger, group: group)
-        try await agent.run()
-        await running.stop()
-        try await group.shutdownGracefully()
+        try await recordThenStop(running, group) { try await agent.run() }
 
         let files = fixture.recordings()
         #expect(files.count == 1, "\(files)")
@@ -28,10 +25,7 @@ struct EndToEndTests {
     }
 }
 
-/// The record-server executable (built by `swift build --build-tests`).
-let recordServerBinary = BuiltProducts.path("record-server")
-
-extension EndToEndTests {
+extension AgentAndServerTests {
     /// Records `seconds` from the fixture's agent through a record-server subprocess that is
     /// stopped with `signal` `restarts` times (3 s apart) and started again each time on the
     /// same data directory. Returns how the server processes ended and the finished file.
@@ -100,7 +94,7 @@ extension EndToEndTests {
     }
 }
 
-extension EndToEndTests {
+extension AgentAndServerTests {
     /// A server process out of file descriptors (idle connections up to `ulimit -n`) cannot
     /// accept; that must never end its accept loop. Once the idle connections go, an agent
     /// that kept retrying gets in and records a complete file.
@@ -122,6 +116,7 @@ extension EndToEndTests {
         // server's descriptor table is full.
         var idle: [any Channel] = []
         for _ in 0..<100 {
+            // Refused while the server is still starting: try again until it listens.
             if let c = try? await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get() { idle.append(c); break }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -143,6 +138,7 @@ extension EndToEndTests {
                                      logger: EndToEndFixture.logger, group: group)
         let recording = Task { try await agent.run() }
         try await Task.sleep(for: .seconds(2))
+        // A connection the server already dropped is as closed as the test needs it.
         for channel in idle { try? await channel.close() }
         try await recording.value
         #expect(server.isRunning, "record-server exited (status \(server.isRunning ? 0 : server.terminationStatus))")

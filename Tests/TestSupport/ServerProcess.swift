@@ -1,26 +1,25 @@
 import Foundation
-import TestSupport
-@testable import RecordServerCore
+import RecordServerCore
 
 /// The real `record-server` executable, started from a configuration file and killed with
 /// SIGKILL when a test wants a crash.
-final class ServerProcess: @unchecked Sendable {
-    let configPath: String
-    let port: Int
-    let logPath: String
+public final class ServerProcess: @unchecked Sendable {
+    public let configPath: String
+    public let port: Int
+    public let logPath: String
     private var process: ChildProcess?
     /// Added to the inherited environment of the server process.
-    var environment: [String: String] = [:]
+    public var environment: [String: String] = [:]
 
-    static var binary: String { BuiltProducts.path("record-server") ?? ".build/debug/record-server" }
+    public static var binary: String { BuiltProducts.path("record-server") ?? ".build/debug/record-server" }
 
     /// The configuration it starts with; ``reconfigure(_:)`` changes it for the next start.
-    private(set) var configuration: ServerConfiguration
+    public private(set) var configuration: ServerConfiguration
 
     /// - Parameters:
     ///   - ingestPort: fixed across restarts when given (agents reconnect to it), else a free one.
     ///   - adminPort: the admin API on 127.0.0.1 with the fixture's token; off when nil.
-    init(fixture: ServerFixture, name: String = "server", ingestPort: Int? = nil, adminPort: Int? = nil) throws {
+    public init(fixture: ServerFixture, name: String = "server", ingestPort: Int? = nil, adminPort: Int? = nil) throws {
         port = try ingestPort ?? LoopbackPort.free()
         var config = fixture.configuration
         config.ingest = .init(host: "127.0.0.1", port: port)
@@ -38,7 +37,7 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// Changes the configuration file; the change applies from the next ``start()``.
-    func reconfigure(_ change: (inout ServerConfiguration) -> Void) throws {
+    public func reconfigure(_ change: (inout ServerConfiguration) -> Void) throws {
         change(&configuration)
         try writeConfiguration()
     }
@@ -49,35 +48,35 @@ final class ServerProcess: @unchecked Sendable {
         try encoder.encode(configuration).write(to: URL(fileURLWithPath: configPath))
     }
 
-    func start() throws {
+    public func start() throws {
         process = try ChildProcess(Self.binary, ["--config", configPath, "--log-level", "info"], environment: environment, logPath: logPath)
     }
 
     /// Waits until the listener accepts connections (bounded: 30 s).
-    func waitUntilListening() async throws {
+    public func waitUntilListening() async throws {
         for _ in 0..<300 {
             if LoopbackPort.accepts(port) { return }
-            guard process?.isRunning == true else { throw TestAgentError("record-server exited: \(log)") }
+            guard process?.isRunning == true else { throw ToolError.unexpected("record-server exited: \(log)") }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw TestAgentError("record-server did not listen on \(port): \(log)")
+        throw ToolError.unexpected("record-server did not listen on \(port): \(log)")
     }
 
     /// The running server's pid (0 before `start`).
-    var pid: Int32 { process?.pid ?? 0 }
+    public var pid: Int32 { process?.pid ?? 0 }
 
     /// Waits for the process to exit by itself (bounded: 30 s) and returns its exit status.
-    func waitForExit() async throws -> Int32 {
-        guard let process else { throw TestAgentError("record-server was never started") }
+    public func waitForExit() async throws -> Int32 {
+        guard let process else { throw ToolError.unexpected("record-server was never started") }
         return try await process.waitForExit()
     }
 
-    func kill9() { process?.kill9() }
+    public func kill9() { process?.kill9() }
 
-    func terminate() { process?.terminate() }
+    public func terminate() { process?.terminate() }
 
-    var isRunning: Bool { process?.isRunning == true }
+    public var isRunning: Bool { process?.isRunning == true }
 
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-
+    /// What it logged so far ("" before the log file exists: nothing logged yet).
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 }

@@ -151,6 +151,7 @@ final class ChaosRun: @unchecked Sendable {
             let agent = pick(idle)
             try await waitConnected(agent)
             let out = try console.run(["start", "--agent", agent, "--wait", "20", "--json"])
+            // Output that is not JSON fails the step below, with what recordctl printed.
             guard out.status == 0, let json = try? JSONSerialization.jsonObject(with: out.stdout) as? [String: Any],
                   let id = json["session_id"] as? String else {
                 throw ChaosFailure("start on \(agent) failed: exit \(out.status) \(out.stdoutText) \(out.stderr)")

@@ -3,7 +3,17 @@ import RecordServerCore
 import Testing
 import TestSupport
 
-/// Shared by the fault tests: the decoded recording has 2 H.264 video tracks and 1 Opus track,
+/// Checks the acceptance criteria on a recording of two 30 fps test cameras and test audio
+/// (``checkContiguousFrames``, with the drops the agent reported in the catalog of
+/// `dataDirectory`), and that sound and picture stay within a frame of each other.
+func checkRecording(_ path: String, expectedFrames: ClosedRange<Int>, dataDirectory: String) throws {
+    let decoded = try DecodedRecording(path: path)
+    checkContiguousFrames(decoded, expected: expectedFrames, drops: try reportedDrops(in: path, dataDirectory: dataDirectory), context: path)
+    let offset = try #require(decoded.worstAudioVideoOffset(fps: 30), "flashes and beeps found")
+    #expect(offset <= 1.0 / 30 + 0.001, "audio/video offset \(offset * 1000) ms")
+}
+
+/// Shared by the end-to-end tests: the decoded recording has 2 H.264 video tracks and 1 Opus track,
 /// ffmpeg printed no errors, and every video track's frame counters are readable and run from
 /// 0 in order, each at most once, to N-1 with N in `expected`. A counter may be missing only
 /// as a frame the agent dropped at the source and reported (`drops`, by track label: the

@@ -22,6 +22,7 @@ struct SilentServerTests {
         let catalog = try fixture.catalog()
         _ = try await eventually("the session to open") { try catalog.session(id: "quiet-1") }
         _ = try await eventually("a few fragments on disk") { () -> Bool? in
+            // A file not written yet has no size: poll again.
             guard let path = try catalog.recordings(sessionID: "quiet-1").first?.path,
                   let size = try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int else { return nil }
             return size > 20_000 ? true : nil

@@ -4,16 +4,6 @@ import NIOCore
 import WireProtocol
 @testable import CaptureAgentCore
 
-/// A generator returning a fixed sequence of values (then repeating the last).
-struct ScriptedRandom: RandomNumberGenerator, Sendable {
-    var values: [UInt64]
-    var index = 0
-    mutating func next() -> UInt64 {
-        defer { index += 1 }
-        return values[min(index, values.count - 1)]
-    }
-}
-
 /// Collects what a pipeline delivers, in order.
 final class RecordingSink: PipelineSink, @unchecked Sendable {
     enum Event: Equatable {
@@ -118,18 +108,6 @@ extension ResendBuffer.Outgoing {
     var dropReport: DropReport? {
         if case .dropReport(let d) = self { return d }
         return nil
-    }
-}
-
-/// A value shared between a test and the threads it starts.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
     }
 }
 

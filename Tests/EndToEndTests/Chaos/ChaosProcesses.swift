@@ -1,5 +1,4 @@
 import Foundation
-@testable import RecordServerCore
 import TestSupport
 
 /// A real `capture-agent` in command mode (it records when the server says so), with a test
@@ -11,8 +10,8 @@ final class AgentProcess: @unchecked Sendable {
     private let process: ChildProcess
 
     init(id: String, serverPort: Int, fixture: ServerFixture, logLevel: String = "trace", extraArguments: [String] = []) throws {
-        guard let binary = BuiltProducts.path("capture-agent") else {
-            throw TestAgentError("capture-agent is not built: swift build --build-tests")
+        guard let binary = captureAgentBinary else {
+            throw ChaosFailure("capture-agent is not built: swift build --build-tests")
         }
         self.id = id
         let files = try fixture.writeAgentCertificate(id)
@@ -60,28 +59,26 @@ struct OperatorConsole {
     func local(_ arguments: [String]) throws -> ToolOutput { try runTool(try Self.binary(), arguments) }
 
     static func binary() throws -> String {
-        guard let path = BuiltProducts.path("recordctl") else { throw TestAgentError("recordctl is not built: swift build --build-tests") }
+        guard let path = recordctlBinary else { throw ChaosFailure("recordctl is not built: swift build --build-tests") }
         return path
     }
 
     /// The live sessions (`recordctl sessions --json`), or nil while the server does not answer.
-    func liveSessions() -> [[String: Any]]? {
-        guard let out = try? run(["sessions", "--json"]), out.status == 0,
-              let json = try? JSONSerialization.jsonObject(with: out.stdout) as? [String: Any] else { return nil }
-        return json["sessions"] as? [[String: Any]] ?? []
-    }
+    func liveSessions() -> [[String: Any]]? { list(["sessions", "--json"], key: "sessions") }
 
     /// Ids of the connected agents, or nil while the server does not answer.
     func connectedAgents() -> Set<String>? {
-        guard let out = try? run(["agents", "--json"]), out.status == 0,
-              let json = try? JSONSerialization.jsonObject(with: out.stdout) as? [String: Any] else { return nil }
-        return Set((json["agents"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
+        list(["agents", "--json"], key: "agents").map { Set($0.compactMap { $0["id"] as? String }) }
     }
 
     /// Every recording in the catalog (`recordctl recordings --json`).
-    func recordings() -> [[String: Any]]? {
-        guard let out = try? run(["recordings", "--json", "--limit", "1000"]), out.status == 0,
+    func recordings() -> [[String: Any]]? { list(["recordings", "--json", "--limit", "1000"], key: "recordings") }
+
+    /// The list under `key` in the JSON a command printed, or nil while the server does not answer.
+    private func list(_ arguments: [String], key: String) -> [[String: Any]]? {
+        // A server restarting answers nothing (nil), and the caller polls again.
+        guard let out = try? run(arguments), out.status == 0,
               let json = try? JSONSerialization.jsonObject(with: out.stdout) as? [String: Any] else { return nil }
-        return json["recordings"] as? [[String: Any]] ?? []
+        return json[key] as? [[String: Any]] ?? []
     }
 }

@@ -54,7 +54,7 @@ struct StopWhileOpeningTests {
     func aStopWhileTheDevicesOpenStopsTheSessionTheyOpen() async throws {
         signal(SIGPIPE, SIG_IGN)
         let fixture = try EndToEndFixture()
-        let running = try await RecordServer(configuration: fixture.serverConfiguration, logger: EndToEndFixture.logger).start()
+        let running = try await fixture.startServer()
         let camera = try FIFOCamera(directory: fixture.directory.path)
         // One event-loop thread: the agent's loop, so the test can wait for it to have run the stop.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)

@@ -1,48 +1,9 @@
 import Foundation
 import Logging
 import NIOPosix
-import NIOSSL
-import RecordServerCore
-import RecordingTLS
-import Shared
 import Testing
 import TestSupport
 @testable import CaptureAgentCore
-
-/// The recordctl executable built next to the tests (`swift build --build-tests` builds it).
-let recordctlBinary = BuiltProducts.path("recordctl")
-
-struct CommandResult: Sendable {
-    var arguments: [String] = []
-    var status: Int32
-    var stdout: String
-    var stderr: String
-    var output: String { stdout + stderr }
-    /// stdout as a JSON object; a failure names the command, its exit status and both streams.
-    func json() throws -> [String: Any] {
-        try #require((try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any],
-                     "not a JSON object from \(arguments.joined(separator: " ")) (exit \(status)): stdout \"\(stdout)\" stderr \"\(stderr)\"")
-    }
-}
-
-extension CommandResult {
-    init(_ output: ToolOutput, arguments: [String]) {
-        self.init(arguments: arguments, status: output.status, stdout: output.stdoutText, stderr: output.stderr)
-    }
-}
-
-/// Runs the built recordctl with a clean environment (plus `environment`).
-func recordctl(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
-    let binary = try #require(recordctlBinary, "build recordctl first: swift build --build-tests")
-    var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("RECORDCTL_") }
-    env.merge(environment) { $1 }
-    return CommandResult(try runProcess(binary, arguments, environment: env), arguments: arguments)
-}
-
-struct FixtureError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// A real record-server (TestSupport's ``ServerFixture``: ingest over mutual TLS and the admin
 /// HTTP listener on loopback), and optionally a real capture agent with test sources.
@@ -95,14 +56,11 @@ final class ServerWithAgent: @unchecked Sendable {
     func stop() async {
         if let agent, let agentTask {
             agent.shutdown()
+            // The test judged what it needed before stopping; how the agent's run ended is not part of it.
             _ = try? await agentTask.value
         }
+        // Clean-up at the end of a test: a group that fails to shut down holds nothing a later test uses.
         try? await group?.shutdownGracefully()
         await server.stop()
     }
-}
-
-/// Runs an external tool (ffprobe, ffmpeg) and captures its output.
-func tool(_ name: String, _ arguments: [String]) throws -> CommandResult {
-    CommandResult(try runTool(name, arguments), arguments: arguments)
 }
