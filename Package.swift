@@ -158,9 +158,10 @@ let package = Package(
             path: "Benchmarks/IngestBench"),
 
         // Corpus/ holds the session fuzzer's regression inputs, read from the source tree by path.
-        .testTarget(name: "MP4Tests", dependencies: ["MP4", "Shared"], exclude: ["Corpus", "ReaderCorpus"]),
+        .testTarget(name: "MP4Tests", dependencies: ["MP4", "Shared", "TestSupport"], exclude: ["Corpus", "ReaderCorpus"]),
         .testTarget(name: "AdminModelsTests", dependencies: ["AdminModels"]),
-        .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", "Shared", .product(name: "NIOCore", package: "swift-nio")], resources: [.copy("Corpus")]),
+        .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", "Shared", "TestSupport", .product(name: "NIOCore", package: "swift-nio")],
+                    resources: [.copy("Corpus")]),
         // The handlers in EmbeddedChannels, and the agent's state machine against the server's
         // validator through them, without sockets.
         .testTarget(name: "WireProtocolNIOTests", dependencies: [
@@ -211,6 +212,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                // HelpTests parses recordctl's commands; AdminClientTests drives its HTTP client.
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .testTarget(

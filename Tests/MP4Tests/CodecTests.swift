@@ -1,3 +1,4 @@
+import TestSupport
 import Shared
 @testable import MP4
 import Testing

@@ -1,3 +1,4 @@
+import TestSupport
 @testable import MP4
 import Testing
 

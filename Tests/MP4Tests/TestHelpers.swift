@@ -1,3 +1,4 @@
+import TestSupport
 import Shared
 @testable import MP4
 import Testing
@@ -23,10 +24,6 @@ func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
     be32(UInt32(8 + payload.count)) + ascii(type) + payload
 }
 
-/// Hex dump for readable failure messages.
-func hex(_ bytes: [UInt8]) -> String {
-    bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ")
-}
 
 // MARK: - Box decoding
 
@@ -81,21 +78,6 @@ extension MP4ParseError {
         }
     }
 }
-
-/// Runs a muxer-side call that must fail with `code` (MuxerError's == compares codes only).
-func expectMuxerError<T>(_ code: MuxerError.Code, sourceLocation: SourceLocation = #_sourceLocation,
-                         _ body: () throws -> T) {
-    do {
-        _ = try body()
-        Issue.record("expected MuxerError.\(code), nothing was thrown", sourceLocation: sourceLocation)
-    } catch let error as MuxerError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected MuxerError.\(code), got \(error)", sourceLocation: sourceLocation)
-    }
-}
-
-// MARK: - Deterministic randomness
 
 
 // MARK: - Real H.264 parameter sets

@@ -1,3 +1,4 @@
+import TestSupport
 import NIOCore
 import WireProtocol
 
@@ -20,12 +21,6 @@ func bytes(_ annotated: String) -> [UInt8] {
     return stride(from: 0, to: digits.count, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
 }
 
-func hex(_ bytes: some Sequence<UInt8>) -> String {
-    bytes.map { b in
-        let s = String(b, radix: 16, uppercase: true)
-        return s.count == 1 ? "0" + s : s
-    }.joined(separator: " ")
-}
 
 func buffer(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
 

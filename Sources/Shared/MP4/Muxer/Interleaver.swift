@@ -13,16 +13,27 @@ struct Interleaver {
 
     private struct TrackQueue {
         /// A ring buffer: a popped sample leaves it (and releases its payload) at once, in O(1).
-        var samples = Deque<PreparedSample>()
-        var queuedBytes = 0
+        private(set) var samples = Deque<PreparedSample>()
+        /// The queued samples' decode times, in the same order: every release compares the
+        /// queues' first ones, and reading one from `samples` would copy the whole sample
+        /// (a retain and a release of its payload) each time.
+        private(set) var decodeTimes = Deque<Int64>()
+        private(set) var queuedBytes = 0
         var lastDTSReceived: Int64?
         var ended = false
         var stalled = false
 
-        var isEmpty: Bool { samples.isEmpty }
-        var first: PreparedSample? { samples.first }
+        var isEmpty: Bool { decodeTimes.isEmpty }
+        var firstDTS: Int64? { decodeTimes.first }
+
+        mutating func push(_ sample: PreparedSample) {
+            samples.append(sample)
+            decodeTimes.append(sample.dts)
+            queuedBytes += sample.payload.count
+        }
 
         mutating func pop() -> PreparedSample {
+            decodeTimes.removeFirst()
             let s = samples.removeFirst()
             queuedBytes -= s.payload.count
             return s
@@ -55,8 +66,7 @@ struct Interleaver {
             events.append(.resumed(trackIndex: t))
         }
         // Mutated in place: copying `queues[t]` out and back would copy the whole queue.
-        queues[t].samples.append(sample)
-        queues[t].queuedBytes += sample.payload.count
+        queues[t].push(sample)
         queues[t].lastDTSReceived = sample.dts
         earliestDTSSeen = min(earliestDTSSeen ?? sample.dts, sample.dts)
         newestDTSReceived = max(newestDTSReceived, sample.dts)
@@ -73,7 +83,7 @@ struct Interleaver {
     /// The next sample in decode order, if it may be released now.
     mutating func next() -> PreparedSample? {
         guard let candidate = headWithSmallestDTS() else { return nil }
-        guard let dts = queues[candidate].first?.dts else { return nil }
+        guard let dts = queues[candidate].firstDTS else { return nil }
         let forced = queues[candidate].queuedBytes > maxQueuedBytes
         // Over the memory bound the head goes regardless, one sample at a time; that alone is
         // not a stall (the silent track may still be within its timeout).
@@ -94,9 +104,9 @@ struct Interleaver {
         var best: Int?
         var bestDTS = Int64.max
         for i in queues.indices {
-            if let s = queues[i].first, s.dts < bestDTS {
+            if let dts = queues[i].firstDTS, dts < bestDTS {
                 best = i
-                bestDTS = s.dts
+                bestDTS = dts
             }
         }
         return best
