@@ -51,13 +51,17 @@ struct SessionCorpusTests {
         let directory = NSTemporaryDirectory() + "session-corpus-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        var syncedWhenAsked = 0
         for file in try Self.corpusFiles() {
             let script = SessionScript([UInt8](try Data(contentsOf: file)))
+            if script.syncWhenAsked { syncedWhenAsked += 1 }
             var gate = OpenGate()
             let outcome = SessionDrive.run(script, directory: directory, baseName: "r", gate: &gate)
             #expect(outcome.violations.isEmpty, "\(file.lastPathComponent): \(outcome.violations)")
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        // The server's durability (fragments synced when asked) is among what the corpus drives.
+        #expect(syncedWhenAsked >= 20, "\(syncedWhenAsked) corpus inputs run with fragments synced when asked")
     }
 
     /// The fuzzer runs on memory files (`MemoryFiles`); they must behave as the disk does, or

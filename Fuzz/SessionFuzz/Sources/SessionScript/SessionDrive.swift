@@ -52,7 +52,7 @@ public enum SessionDrive {
         var outcome = Outcome()
         var configuration = MuxerConfiguration(tracks: script.tracks.map(trackConfiguration), directory: directory, baseName: baseName,
                                                creationTime: 1_700_000_000)
-        configuration.durability = .none
+        configuration.durability = script.syncWhenAsked ? .fsyncWhenAsked : .none
         configuration.finalizeMode = script.faststart ? .faststart : .inPlace
         configuration.maxSegmentDuration = script.segmentDuration
         configuration.maxSegmentBytes = script.segmentBytes
@@ -80,6 +80,9 @@ public enum SessionDrive {
                                                               data: payload(s, video: isVideo(s.trackID, script))))
                     if !events.contains(where: { if case .duplicateIgnored = $0 { true } else { false } }) { outcome.appended += 1 }
                     rejectedInFile += rejectedCount(events)
+                    if script.syncWhenAsked, s.sequence % 3 == 0, muxer.hasUnsyncedFragments {
+                        outcome.violations += syncWritten(muxer)
+                    }
                 } catch {
                     refusal = error
                     outcome.refusals.append(error.code)
@@ -130,6 +133,23 @@ public enum SessionDrive {
             outcome.violations.append("\(outcome.appended) samples accepted, \(rejectedInFile) rejected, \(inFiles) in the files")
         }
         return outcome
+    }
+
+    /// The server's sync after a read cycle: every written fragment reported durable once, in
+    /// order, and nothing left waiting. A failed sync fails the muxer (an I/O error, which a
+    /// memory file does not raise); the drive then stops, as the server's session would.
+    static func syncWritten(_ muxer: MP4Muxer) -> [String] {
+        let before = muxer.durableThroughSequence
+        guard let events = try? muxer.syncWrittenFragments() else { return [] }
+        var violations: [String] = []
+        if muxer.hasUnsyncedFragments { violations.append("fragments still wait after syncWrittenFragments()") }
+        if muxer.durableThroughSequence < before { violations.append("the ack point went back at a sync") }
+        var last = before
+        for case .fragmentDurable(let report) in events {
+            if report.durableThroughSequence < last { violations.append("a sync reported an ack point below an earlier one") }
+            last = report.durableThroughSequence
+        }
+        return violations
     }
 
     static func rejectedCount(_ events: [MuxerEvent]) -> Int {

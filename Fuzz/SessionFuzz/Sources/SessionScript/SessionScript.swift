@@ -62,6 +62,9 @@ public struct SessionScript: Sendable {
     public var fragmentDuration: Int64
     public var stallTimeout: Int64
     public var maxQueuedBytesPerTrack: Int
+    /// The record-server's durability: fragments are written at once and made durable by
+    /// `syncWrittenFragments()`, which the drive calls after every third sequence number.
+    public var syncWhenAsked: Bool
     public var operations: [Operation] = []
 
     /// Timestamps worth trying: the limits of Int64, of the protocol's bounds (2^62, 10 s,
@@ -86,6 +89,9 @@ public struct SessionScript: Sendable {
         fragmentDuration = flags & 64 != 0 ? [1, 33_000_000, 1 << 40][Int(r.byte()) % 3] : 1_000_000_000
         stallTimeout = [500_000_000, 1, 40_000_000, 1 << 40][Int(r.byte()) % 4]
         let layout = r.byte()
+        // The layout byte's top bit, which the track counts below hardly use, so that the
+        // corpus written before this flag keeps its track layouts.
+        syncWhenAsked = layout & 0x80 != 0
         let videos = Int(layout % 3)
         let audios = Int(layout / 3 % 3)
         tracks = (0..<videos).map { Track(id: UInt32($0 + 1), isVideo: true) }
