@@ -25,6 +25,7 @@ public struct CommandResult: Sendable {
 
     /// stdout as a JSON object; a failure names the command, its exit status and both streams.
     public func json() throws -> [String: Any] {
+        // Not JSON is not swallowed: #require fails the test with the command and both streams.
         try #require((try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any],
                      "not a JSON object from \(arguments.joined(separator: " ")) (exit \(status)): stdout \"\(stdout)\" stderr \"\(stderr)\"")
     }

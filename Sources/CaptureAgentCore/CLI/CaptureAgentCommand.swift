@@ -111,9 +111,11 @@ public struct RunCommand: AsyncParsableCommand {
             try await runtime.run()
         } catch {
             logger.error("\(error)")
+            // The process exits next: a group that fails to shut down holds nothing that outlives it.
             try? await group.shutdownGracefully()
             throw ExitCode((error as? AgentRuntimeError)?.exitCode ?? 1)
         }
+        // As above: the last thing before the process exits.
         try? await group.shutdownGracefully()
     }
 

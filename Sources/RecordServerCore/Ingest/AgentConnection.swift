@@ -68,6 +68,8 @@ struct AgentConnection {
                     // Malformed input found by the parser, or an idle timeout: connection-fatal.
                     // What arrived intact before it still counts.
                     try? await deliver(&pending, state: &state, outbound: outbound, logger: logger)
+                    // The error goes to an agent whose connection is ending; a failed write means it
+                    // is gone already, and its session is detached below either way.
                     try? await onStorageThreads { try await report(error, state: &state, outbound: outbound, logger: logger) }
                 } catch Outcome.closeConnection {
                     // Already reported.

@@ -40,6 +40,7 @@ extension SessionRegistry: AdminBackend {
         guard labels.count <= limits.maxLabels else { throw AdminError(.badRequest, "\(labels.count) labels; at most \(limits.maxLabels)") }
         var wireLabels: [Label] = []
         for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
+            // The identifier's own error is replaced by one that names the label key.
             guard let k = try? Identifier(validating: key) else { throw AdminError(.badRequest, "label key \"\(key)\" is not a valid identifier") }
             guard value.utf8.count <= limits.maxStringBytes else {
                 throw AdminError(.badRequest, "label \"\(key)\" is \(value.utf8.count) bytes long; at most \(limits.maxStringBytes)")
