@@ -7,7 +7,8 @@
 # usage: scripts/hardware-test.sh [--out DIR] [--bin DIR] [--skip-install] [SCENARIO…]
 #   SCENARIO: camera-yuyv camera-disconnect microphones drift mjpeg (default: all)
 #   --out DIR   results (default .build/hardware-bench): DIR/<scenario>/recording.mp4, logs
-#   --bin DIR   capture-agent/record-server/recordctl to test (default .build/debug)
+#   --bin DIR   capture-agent/record-server/recordctl to test (default .build/release: what is
+#               deployed, and under emulation a debug build's overhead starves the encoders)
 # Then `HARDWARE_BENCH_RESULTS=DIR swift test --skip-build --filter HardwareBenchTests` judges
 # the results with ffprobe/ffmpeg; scripts/test.sh does both.
 # Installs what it needs (apt) the first time: qemu, Debian's kernel, busybox, v4l-utils,
@@ -15,13 +16,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-out=.build/hardware-bench bin=.build/debug install=1 scenarios=()
+out=.build/hardware-bench bin=.build/release install=1 scenarios=()
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
     --skip-install) install=0; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "hardware-test: unknown option $1" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
   esac
@@ -29,7 +30,7 @@ done
 ((${#scenarios[@]})) || scenarios=(camera-yuyv camera-disconnect microphones drift mjpeg)
 bin=$(readlink -f "$bin")
 for tool in capture-agent record-server recordctl; do
-  [ -x "$bin/$tool" ] || { echo "hardware-test: $bin/$tool is missing (swift build first)" >&2; exit 2; }
+  [ -x "$bin/$tool" ] || { echo "hardware-test: $bin/$tool is missing (swift build -c release --product $tool)" >&2; exit 2; }
 done
 
 sudo=""

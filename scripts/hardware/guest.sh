@@ -81,16 +81,20 @@ case "$scenario" in
     ;;
   camera-disconnect)
     # YU12 straight from the driver, plus snd-dummy's microphone; the camera is unplugged
-    # (vivid's disconnect control) half-way, the microphone goes on. Half-way counts from the
-    # session's acceptance, not from the agent's start: under TCG on a busy host the agent
-    # took 3 s to connect once, and a camera unplugged before its first frame was encoded
-    # leaves no track to judge.
+    # (vivid's disconnect control) half-way, the microphone goes on. Half-way is 5 s after the
+    # camera was opened (the recording's timeline starts there), and never before the session
+    # was accepted: under TCG on a busy host the agent took 3 s to connect once, and a camera
+    # unplugged before its first frame was encoded leaves no track to judge. Timing from the
+    # acceptance alone put the unplug 10.7 s into a 12 s recording in one slow CI run.
     start_server || exit 1
-    ( waited=0
-      while [ "$waited" -lt 120 ] && ! grep -q "session $scenario accepted" "$out/agent.log" 2>/dev/null; do
-        sleep 1; waited=$((waited + 1))
+    ( polls=0 opened=""
+      while [ "$polls" -lt 600 ]; do
+        [ -z "$opened" ] && grep -q "front: device granted" "$out/agent.log" 2>/dev/null && opened=$(uptime_s)
+        if [ -n "$opened" ] && grep -q "session $scenario accepted" "$out/agent.log" 2>/dev/null \
+          && awk -v a="$opened" -v b="$(uptime_s)" 'BEGIN { exit !(b - a >= 5) }'; then break; fi
+        sleep 0.2; polls=$((polls + 1))
       done
-      sleep 5; fact disconnect_at "$(uptime_s)"; v4l2-ctl -d /dev/video0 -c disconnect=1 ) & unplug=$!
+      fact camera_opened_at "$opened"; fact disconnect_at "$(uptime_s)"; v4l2-ctl -d /dev/video0 -c disconnect=1 ) & unplug=$!
     record 12 'front=v4l2:/dev/video0?size=640x360&fps=30' 'dummy=alsa:hw:Dummy,0?channels=2'
     wait "$unplug"
     ;;
