@@ -13,7 +13,7 @@ import Shared
 /// registry, admin API and housekeeping, run as services that shut down gracefully together.
 public final class RecordServer: Sendable {
     public let configuration: ServerConfiguration
-    public let registry: SessionRegistry
+    let registry: SessionRegistry
     public let catalog: Catalog
     public let metrics: ServerMetrics
     private let storage: StorageLayout

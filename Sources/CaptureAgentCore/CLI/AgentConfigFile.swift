@@ -4,59 +4,59 @@ import Shared
 /// The JSON configuration file of `capture-agent run --config FILE`
 /// (`deploy/capture-agent.example.json`). Every field is optional; a flag given on the
 /// command line wins over the file.
-public struct AgentConfigFile: Codable, Sendable, Equatable {
-    public struct Video: Codable, Sendable, Equatable {
-        public var preset: String?
+struct AgentConfigFile: Codable, Sendable, Equatable {
+    struct Video: Codable, Sendable, Equatable {
+        var preset: String?
         /// "none" for no tune.
-        public var tune: String?
-        public var crf: Double?
-        public var bitrateKbps: Int?
-        public var keyframeInterval: Int?
-        public var threads: Int?
-        public var profile: String?
+        var tune: String?
+        var crf: Double?
+        var bitrateKbps: Int?
+        var keyframeInterval: Int?
+        var threads: Int?
+        var profile: String?
         enum CodingKeys: String, CodingKey, CaseIterable {
             case preset, tune, crf, bitrateKbps, keyframeInterval, threads, profile
         }
     }
 
-    public struct Audio: Codable, Sendable, Equatable {
-        public var bitrate: Int?
-        public var application: String?
+    struct Audio: Codable, Sendable, Equatable {
+        var bitrate: Int?
+        var application: String?
         /// Opus complexity 0…10.
-        public var complexity: Int?
+        var complexity: Int?
         enum CodingKeys: String, CodingKey, CaseIterable { case bitrate, application, complexity }
     }
 
-    public struct Buffer: Codable, Sendable, Equatable {
-        public var maxMegabytes: Int?
-        public var maxSeconds: Double?
+    struct Buffer: Codable, Sendable, Equatable {
+        var maxMegabytes: Int?
+        var maxSeconds: Double?
         enum CodingKeys: String, CodingKey, CaseIterable { case maxMegabytes, maxSeconds }
     }
 
-    public struct Reconnect: Codable, Sendable, Equatable {
-        public var initialMillis: Int?
-        public var maxMillis: Int?
+    struct Reconnect: Codable, Sendable, Equatable {
+        var initialMillis: Int?
+        var maxMillis: Int?
         enum CodingKeys: String, CodingKey, CaseIterable { case initialMillis, maxMillis }
     }
 
-    public var server: String?
-    public var ca: String?
-    public var cert: String?
-    public var key: String?
-    public var token: String?
-    public var agentID: String?
-    public var sources: [String]?
-    public var record: Bool?
-    public var sessionID: String?
-    public var durationSeconds: Double?
-    public var labels: [String: String]?
-    public var video: Video?
-    public var audio: Audio?
-    public var buffer: Buffer?
-    public var reconnect: Reconnect?
-    public var fastFiles: Bool?
-    public var stopTimeoutSeconds: Double?
-    public var logLevel: String?
+    var server: String?
+    var ca: String?
+    var cert: String?
+    var key: String?
+    var token: String?
+    var agentID: String?
+    var sources: [String]?
+    var record: Bool?
+    var sessionID: String?
+    var durationSeconds: Double?
+    var labels: [String: String]?
+    var video: Video?
+    var audio: Audio?
+    var buffer: Buffer?
+    var reconnect: Reconnect?
+    var fastFiles: Bool?
+    var stopTimeoutSeconds: Double?
+    var logLevel: String?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case server, ca, cert, key, token, agentID, sources, record, sessionID, durationSeconds, labels
@@ -69,10 +69,10 @@ public struct AgentConfigFile: Codable, Sendable, Equatable {
         "buffer": .init(Buffer.CodingKeys.self), "reconnect": .init(Reconnect.CodingKeys.self),
     ])
 
-    public init() {}
+    init() {}
 
     /// Reads and decodes `path`; the error names the file and what is wrong.
-    public static func load(path: String) throws(ConfigError) -> AgentConfigFile {
+    static func load(path: String) throws(ConfigError) -> AgentConfigFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError("cannot read config file \(path)")
         }
@@ -98,14 +98,14 @@ public struct AgentConfigFile: Codable, Sendable, Equatable {
 }
 
 /// A configuration problem, worded for the operator.
-public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+    var message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
 }
 
 /// `HOST:PORT`, `HOST` (port 7443), `[IPv6]:PORT`.
-public func parseServerAddress(_ text: String, defaultPort: Int = 7443) throws(ConfigError) -> (host: String, port: Int) {
+func parseServerAddress(_ text: String, defaultPort: Int = 7443) throws(ConfigError) -> (host: String, port: Int) {
     var host = text
     var port = defaultPort
     if text.hasPrefix("[") {

@@ -1,4 +1,4 @@
-public import ArgumentParser
+import ArgumentParser
 import Foundation
 import Logging
 import NIOPosix
@@ -14,31 +14,31 @@ public enum CaptureAgentMain {
 }
 
 /// `capture-agent`: captures cameras and microphones and streams them to record-server.
-public struct CaptureAgentCommand: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+struct CaptureAgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
         commandName: "capture-agent",
         abstract: "Capture cameras (V4L2), microphones (ALSA), test patterns and files; encode with x264/Opus; stream to record-server over TLS.",
         subcommands: [RunCommand.self, DevicesCommand.self],
         defaultSubcommand: nil)
 
-    public init() {}
+    init() {}
 }
 
 /// `capture-agent devices`.
-public struct DevicesCommand: ParsableCommand {
-    public static let configuration = CommandConfiguration(
+struct DevicesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
         commandName: "devices", abstract: "List V4L2 cameras (formats, sizes) and ALSA capture devices.")
 
-    public init() {}
+    init() {}
 
-    public func run() throws {
+    func run() throws {
         print(DeviceListing.report(), terminator: "")
     }
 }
 
 /// `capture-agent run`.
-public struct RunCommand: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Connect to record-server and record when asked (or at once with --record).",
         discussion: """
@@ -47,18 +47,18 @@ public struct RunCommand: AsyncParsableCommand {
             SIGINT/SIGTERM stop gracefully (tracks end, the session is closed and finalized; at most --stop-timeout seconds); a second one exits at once.
             """)
 
-    @Option(help: "JSON configuration file; flags override it.") public var config: String?
+    @Option(help: "JSON configuration file; flags override it.") var config: String?
     @Option(help: "record-server address, HOST:PORT (port defaults to 7443).") public var server: String?
     @Option(help: "CA certificate (PEM) that signed the server certificate.") public var ca: String?
     @Option(help: "This agent's client certificate (PEM).") public var cert: String?
     @Option(help: "This agent's private key (PEM).") public var key: String?
-    @Option(help: "Bearer token, for deployments without client certificates.") public var token: String?
+    @Option(help: "Bearer token, for deployments without client certificates.") var token: String?
     @Option(name: .customLong("agent-id"), help: "Agent id ([A-Za-z0-9._-], must match the certificate).") public var agentID: String?
     @Option(name: .customLong("source"), help: "NAME=KIND:ARG, e.g. front=v4l2:/dev/video0 back=test:1280x720@30 mic=alsa:default.")
-    public var sources: [String] = []
-    @Flag(help: "Start recording at once instead of waiting for the server's StartSession.") public var record = false
+    var sources: [String] = []
+    @Flag(help: "Start recording at once instead of waiting for the server's StartSession.") var record = false
     @Option(name: .customLong("session-id"), help: "Session id for --record (default: <agent>-<UTC time>-<random>).") public var sessionID: String?
-    @Option(help: "With --record: stop after this many seconds.") public var duration: Double?
+    @Option(help: "With --record: stop after this many seconds.") var duration: Double?
     @Option(name: .customLong("label"), help: "KEY=VALUE label on every session (repeatable).") public var labels: [String] = []
     @Option(help: "x264 preset (ultrafast … placebo).") public var preset: String?
     @Option(help: "x264 tune; \"none\" for no tune (default zerolatency).") public var tune: String?
@@ -70,19 +70,19 @@ public struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("opus-bitrate"), help: "Opus bitrate in bit/s.") public var opusBitrate: Int?
     @Option(name: .customLong("opus-application"), help: "audio, voip or lowdelay.") public var opusApplication: String?
     @Option(name: .customLong("opus-complexity"), help: "Opus complexity 0…10 (default 10); lower it when a small CPU cannot encode every microphone in real time.")
-    public var opusComplexity: Int?
+    var opusComplexity: Int?
     @Option(name: .customLong("buffer-mb"), help: "Resend buffer bound in MiB (default 512).") public var bufferMegabytes: Int?
     @Option(name: .customLong("buffer-seconds"), help: "Resend buffer bound in seconds of media (default 300).") public var bufferSeconds: Double?
     @Option(name: .customLong("reconnect-initial-ms"), help: "First reconnect delay ceiling (default 250).") public var reconnectInitial: Int?
     @Option(name: .customLong("reconnect-max-ms"), help: "Largest reconnect delay ceiling (default 10000).") public var reconnectMax: Int?
     @Option(name: .customLong("stop-timeout"), help: "After SIGINT/SIGTERM, seconds to wait for the server to confirm the closed session before exiting anyway (default 30).")
-    public var stopTimeout: Double?
+    var stopTimeout: Double?
     @Flag(name: .customLong("fast-files"), help: "Read y4m/wav sources as fast as possible instead of in real time.") public var fastFiles = false
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.") public var logLevel: String?
 
-    public init() {}
+    init() {}
 
-    public func run() async throws {
+    func run() async throws {
         let settings: AgentSettings
         let level: Logger.Level
         do {

@@ -6,14 +6,14 @@ import CALSA
 /// `alsa:DEVICE`: a microphone through libasound, S16_LE interleaved, 48 kHz, 1 or 2
 /// channels, read in 960-frame (20 ms) periods. Timestamps come from the sample count,
 /// anchored and drift-corrected on the monotonic clock by ``AudioClockMapper``.
-public final class ALSACaptureSource: CaptureSource {
-    public static let periodFrames = 960
-    public static let sampleRate = 48000
+final class ALSACaptureSource: CaptureSource {
+    static let periodFrames = 960
+    static let sampleRate = 48000
     /// The device buffer asked for (`snd_pcm_set_params` latency), microseconds.
     static let bufferMicroseconds: UInt32 = 500_000
-    public let name: String
-    public let isLive = true
-    public let format: SourceFormat
+    let name: String
+    let isLive = true
+    let format: SourceFormat
     private let device: String
     private let channels: Int
     private let clock: any MonotonicClock
@@ -24,12 +24,12 @@ public final class ALSACaptureSource: CaptureSource {
     private var framesRead = 0
     private var notices: [String] = []
     /// Overruns recovered so far (each one is also reported as lost chunks).
-    public private(set) var overruns = 0
+    private(set) var overruns = 0
 
     /// Drift and correction so far, for logs.
-    public var clockMapper: AudioClockMapper { mapper }
+    var clockMapper: AudioClockMapper { mapper }
 
-    public init(device: String, channels: Int = 1, clock: any MonotonicClock) {
+    init(device: String, channels: Int = 1, clock: any MonotonicClock) {
         self.name = "alsa:\(device)"
         self.device = device
         self.channels = channels
@@ -39,7 +39,7 @@ public final class ALSACaptureSource: CaptureSource {
 
     deinit { stop() }
 
-    public func start() throws(CaptureError) {
+    func start() throws(CaptureError) {
         guard channels == 1 || channels == 2 else {
             throw CaptureError(.invalidInput, "\(name): \(channels) channels; mono or stereo only")
         }
@@ -101,7 +101,7 @@ public final class ALSACaptureSource: CaptureSource {
     /// Starts the stream (it would otherwise start on the first read, see
     /// ``startOnFirstRead(_:name:)``), so that every microphone of a session starts at the
     /// same moment, and anchors the first chunk at that moment (``AudioClockMapper/begin(at:)``).
-    public func beginCapture() {
+    func beginCapture() {
         guard let pcm, snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED else { return }
         let instant = clock.now()
         // A refusal leaves the stream to start on the first read (start threshold one frame),
@@ -111,9 +111,9 @@ public final class ALSACaptureSource: CaptureSource {
 
     /// True once the device turned out to have no clock of its own and reads are paced by the
     /// monotonic clock instead (``DeviceRatePacer``).
-    public var isPacedByClock: Bool { pacer.isPacing }
+    var isPacedByClock: Bool { pacer.isPacing }
 
-    public func read() throws(CaptureError) -> CapturedMedia? {
+    func read() throws(CaptureError) -> CapturedMedia? {
         guard let pcm else { return nil }
         var buffer = [Int16](repeating: 0, count: Self.periodFrames * channels)
         while true {
@@ -162,7 +162,7 @@ public final class ALSACaptureSource: CaptureSource {
 
     /// How far the device's clock drifted from the monotonic clock and what was done about it
     /// (docs/agent.md "Clock model"); the hardware bench reads it from the log.
-    public var closingSummary: String? {
+    var closingSummary: String? {
         guard framesRead > 0 else { return nil }
         let seconds = Double(framesRead) / Double(Self.sampleRate)
         let ppm = Double(mapper.totalSlew) / (seconds * 1e9) * 1e6
@@ -178,17 +178,17 @@ public final class ALSACaptureSource: CaptureSource {
         return "\(rounded)"
     }
 
-    public func takeLostCount() -> Int {
+    func takeLostCount() -> Int {
         defer { lost = 0 }
         return lost
     }
 
-    public func takeNotices() -> [String] {
+    func takeNotices() -> [String] {
         defer { notices.removeAll() }
         return notices
     }
 
-    public func stop() {
+    func stop() {
         if let pcm {
             snd_pcm_drop(pcm)
             snd_pcm_close(pcm)

@@ -12,11 +12,11 @@
 /// - Large drift (above `resyncThreshold`: an overrun, a suspended device) re-anchors at
 ///   once; the caller marks a discontinuity and reports the lost chunks. A re-anchor never
 ///   moves time back: a chunk never starts before the previous one ended.
-public struct AudioClockMapper: Sendable {
-    public let sampleRate: Int
-    public var slewThreshold: Int64 = 2_000_000
-    public var maxSlewPerChunk: Int64 = 100_000
-    public var resyncThreshold: Int64 = 500_000_000
+struct AudioClockMapper: Sendable {
+    let sampleRate: Int
+    var slewThreshold: Int64 = 2_000_000
+    var maxSlewPerChunk: Int64 = 100_000
+    var resyncThreshold: Int64 = 500_000_000
 
     private var anchor: Int64?
     private var framesSinceAnchor: Int64 = 0
@@ -25,35 +25,35 @@ public struct AudioClockMapper: Sendable {
 
     /// The last measured drift (clock minus sample count), nanoseconds; positive when the
     /// device delivers more slowly than the monotonic clock runs.
-    public private(set) var lastDrift: Int64 = 0
+    private(set) var lastDrift: Int64 = 0
     /// Total correction applied by slewing, nanoseconds.
-    public private(set) var totalSlew: Int64 = 0
+    private(set) var totalSlew: Int64 = 0
     /// How many times the mapper re-anchored after the first chunk.
-    public private(set) var resyncCount = 0
+    private(set) var resyncCount = 0
 
-    public init(sampleRate: Int) {
+    init(sampleRate: Int) {
         self.sampleRate = sampleRate
     }
 
     /// The result for one chunk.
-    public struct Stamp: Sendable, Equatable {
+    struct Stamp: Sendable, Equatable {
         /// Time of the chunk's first sample.
-        public var pts: Int64
+        var pts: Int64
         /// The chunk does not follow the previous one seamlessly.
-        public var discontinuity: Bool
+        var discontinuity: Bool
         /// Chunks of this size presumed lost before this one (from the time gap).
-        public var lostChunks: Int
+        var lostChunks: Int
     }
 
     /// Forces a re-anchor on the next chunk (after an overrun was recovered).
-    public mutating func resynchronize() { pendingResync = true }
+    mutating func resynchronize() { pendingResync = true }
 
     /// The device's stream was started at `instant` (`snd_pcm_start`): its first sample was
     /// captured then, which anchors the first chunk exactly. Without it the first chunk is
     /// anchored from its read, `now − (frames + delay)`, which is only as good as the
     /// driver's position: snd-aloop moves it a period at a time, so a first read that finds
     /// a backlog waiting is up to a period (20 ms) off. Ignored once a chunk was stamped.
-    public mutating func begin(at instant: Int64) {
+    mutating func begin(at instant: Int64) {
         guard anchor == nil else { return }
         anchor = instant
         framesSinceAnchor = 0
@@ -61,7 +61,7 @@ public struct AudioClockMapper: Sendable {
 
     /// Stamps a chunk of `frames` sample frames that `read` returned at `now`, with
     /// `delayFrames` frames still waiting in the device buffer behind it.
-    public mutating func stamp(frames: Int, delayFrames: Int, now: Int64) -> Stamp {
+    mutating func stamp(frames: Int, delayFrames: Int, now: Int64) -> Stamp {
         let capturedEnd = now - duration(Int64(max(0, delayFrames)))
         let chunk = duration(Int64(frames))
         guard let current = anchor else {

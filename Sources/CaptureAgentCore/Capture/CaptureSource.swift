@@ -1,29 +1,29 @@
-public import MediaEncoding
-public import Shared
+import MediaEncoding
+import Shared
 
 /// What a source produces, known once it has started (a camera reports what it granted).
-public enum SourceFormat: Sendable, Equatable, CustomStringConvertible {
+enum SourceFormat: Sendable, Equatable, CustomStringConvertible {
     /// I420 pictures of a fixed size at a nominal rate of `fpsNumerator/fpsDenominator`.
     case video(width: Int, height: Int, fpsNumerator: Int, fpsDenominator: Int)
     /// Interleaved signed 16-bit PCM.
     case audio(sampleRate: Int, channels: Int)
 
-    public var kind: MediaKind {
+    var kind: MediaKind {
         switch self {
         case .video: .video
         case .audio: .audio
         }
     }
 
-    public var isVideo: Bool { kind == .video }
+    var isVideo: Bool { kind == .video }
 
     /// The nominal frame rate rounded to whole frames per second (what x264 is given).
-    public var roundedFPS: Int {
+    var roundedFPS: Int {
         guard case .video(_, _, let n, let d) = self, d > 0 else { return 0 }
         return max(1, Int((Double(n) / Double(d)).rounded()))
     }
 
-    public var description: String {
+    var description: String {
         switch self {
         case .video(let w, let h, let n, let d):
             let fps = d == 1 ? "\(n)" : "\(n)/\(d)"
@@ -35,13 +35,13 @@ public enum SourceFormat: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// One captured unit, stamped on CLOCK_MONOTONIC nanoseconds (see docs/agent.md "Clock model").
-public enum CapturedMedia: Sendable {
+enum CapturedMedia: Sendable {
     /// A picture; `pts` is when it was captured.
     case video(I420Frame, pts: Int64)
     /// `frames` sample frames of interleaved PCM; `pts` is the time of the first one.
     case audio([Int16], frames: Int, pts: Int64)
 
-    public var pts: Int64 {
+    var pts: Int64 {
         switch self {
         case .video(_, let pts), .audio(_, _, let pts): pts
         }
@@ -50,8 +50,8 @@ public enum CapturedMedia: Sendable {
 
 /// Why a source stopped or could not start. The message is for people; the code is for
 /// callers that react differently (e.g. a lost device ends the track with an error).
-public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: Sendable, Equatable {
+struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
+    enum Code: Sendable, Equatable {
         /// The source specification or the file content is not acceptable.
         case invalidInput
         /// The device or file could not be opened.
@@ -68,15 +68,15 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         case timeout
     }
 
-    public let code: Code
-    public let message: String
+    let code: Code
+    let message: String
 
-    public init(_ code: Code, _ message: String) {
+    init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { message }
+    var description: String { message }
 
     public static func == (lhs: CaptureError, rhs: CaptureError) -> Bool { lhs.code == rhs.code }
 }
@@ -87,7 +87,7 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
 /// or the injected clock for paced sources). Each one runs on its own thread
 /// (``SourcePipeline``) so that blocking never touches the Swift concurrency pool or
 /// the network event loop.
-public protocol CaptureSource: AnyObject {
+protocol CaptureSource: AnyObject {
     /// A short description for logs, e.g. `v4l2:/dev/video0`.
     var name: String { get }
     /// Live sources (cameras, microphones, real-time paced generators) cannot wait:
@@ -119,8 +119,8 @@ public protocol CaptureSource: AnyObject {
 }
 
 extension CaptureSource {
-    public func beginCapture() {}
-    public func takeLostCount() -> Int { 0 }
-    public func takeNotices() -> [String] { [] }
-    public var closingSummary: String? { nil }
+    func beginCapture() {}
+    func takeLostCount() -> Int { 0 }
+    func takeNotices() -> [String] { [] }
+    var closingSummary: String? { nil }
 }

@@ -6,8 +6,8 @@ import Foundation
 
 /// What `capture-agent devices` prints: V4L2 capture devices with their formats and sizes,
 /// and ALSA capture PCMs. Says plainly when there are none.
-public enum DeviceListing {
-    public static func report() -> String {
+enum DeviceListing {
+    static func report() -> String {
         var out = "Video (V4L2):\n"
         let nodes = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
             .filter { $0.hasPrefix("video") }
@@ -71,7 +71,7 @@ public enum DeviceListing {
     }
 
     /// PCM names from `snd_device_name_hint` whose direction includes input.
-    public static func capturePCMs() -> [(name: String, description: String)] {
+    static func capturePCMs() -> [(name: String, description: String)] {
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         guard snd_device_name_hint(-1, "pcm", &hints) >= 0, let hints else { return [] }
         defer { snd_device_name_free_hint(hints) }

@@ -15,23 +15,23 @@
 /// read returns a deadline: the end of the audio read so far, counted from where the window
 /// began. The caller sleeps until that deadline before it stamps the chunk, so the device
 /// delivers in real time, one period per period.
-public struct DeviceRatePacer: Sendable, Equatable {
-    public let sampleRate: Int
+struct DeviceRatePacer: Sendable, Equatable {
+    let sampleRate: Int
     /// How far ahead of the clock the audio may run before the device counts as unclocked.
-    public let tolerance: Int64
+    let tolerance: Int64
     /// The measuring window; it restarts so that slow drift never adds up to `tolerance`.
-    public let window: Int64
+    let window: Int64
 
     private var windowStart: Int64?
     private var framesInWindow: Int64 = 0
     /// True once the device was found to have no clock; it stays paced from then on.
-    public private(set) var isPacing = false
+    private(set) var isPacing = false
 
     /// - Parameters:
     ///   - bufferFrames: the device's buffer size; a backlog of that much is normal after a
     ///     late wake-up.
     ///   - margin: added to the buffer's duration to give `tolerance`.
-    public init(sampleRate: Int, bufferFrames: Int, margin: Int64 = 250_000_000, window: Int64 = 10_000_000_000) {
+    init(sampleRate: Int, bufferFrames: Int, margin: Int64 = 250_000_000, window: Int64 = 10_000_000_000) {
         self.sampleRate = sampleRate
         self.window = window
         self.tolerance = nanoseconds(count: Int64(max(0, bufferFrames)), numerator: Int64(sampleRate), denominator: 1) + margin
@@ -39,7 +39,7 @@ public struct DeviceRatePacer: Sendable, Equatable {
 
     /// Records a read of `frames` frames that returned at `now`. Returns the time to wait for
     /// before the chunk counts as captured, or nil when no wait is needed.
-    public mutating func afterReading(frames: Int, at now: Int64) -> Int64? {
+    mutating func afterReading(frames: Int, at now: Int64) -> Int64? {
         let chunk = Int64(max(0, frames))
         guard let start = windowStart else {
             // The first chunk ended when it was read, so its audio began one chunk earlier.

@@ -72,14 +72,14 @@ final class InputFile {
 /// The stream header of a YUV4MPEG2 file: `YUV4MPEG2 W<width> H<height> F<num>:<den> …`.
 /// Only 4:2:0 chroma (`C420`, `C420jpeg`, `C420mpeg2`, `C420paldv`, or no `C` tag, whose
 /// default is 4:2:0) is accepted: that is I420 as the encoder takes it.
-public struct Y4MHeader: Sendable, Equatable {
-    public var width: Int
-    public var height: Int
-    public var fpsNumerator: Int
-    public var fpsDenominator: Int
-    public var colorspace: String
+struct Y4MHeader: Sendable, Equatable {
+    var width: Int
+    var height: Int
+    var fpsNumerator: Int
+    var fpsDenominator: Int
+    var colorspace: String
 
-    public init(width: Int, height: Int, fpsNumerator: Int, fpsDenominator: Int, colorspace: String = "420jpeg") {
+    init(width: Int, height: Int, fpsNumerator: Int, fpsDenominator: Int, colorspace: String = "420jpeg") {
         self.width = width
         self.height = height
         self.fpsNumerator = fpsNumerator
@@ -88,10 +88,10 @@ public struct Y4MHeader: Sendable, Equatable {
     }
 
     /// Bytes of one picture.
-    public var frameSize: Int { width * height + 2 * ((width / 2) * (height / 2)) }
+    var frameSize: Int { width * height + 2 * ((width / 2) * (height / 2)) }
 
     /// Parses the header line (without its newline).
-    public static func parse(_ line: [UInt8], path: String = "y4m") throws(CaptureError) -> Y4MHeader {
+    static func parse(_ line: [UInt8], path: String = "y4m") throws(CaptureError) -> Y4MHeader {
         let text = String(decoding: line, as: UTF8.self)
         let fields = text.split(separator: " ", omittingEmptySubsequences: true)
         guard fields.first == "YUV4MPEG2" else {
@@ -137,9 +137,9 @@ public struct Y4MHeader: Sendable, Equatable {
 /// fast mode does not. With the shared epoch, file sources that start one after another
 /// (an encoder opened in between) still begin at the same instant, so the recorded A/V
 /// offset is the files' own, not the start-up gap (issue 13, finding 8).
-public final class Y4MFileSource: CaptureSource {
-    public let name: String
-    public let isLive: Bool
+final class Y4MFileSource: CaptureSource {
+    let name: String
+    let isLive: Bool
     private let path: String
     private let clock: any MonotonicClock
     private let paced: Bool
@@ -150,7 +150,7 @@ public final class Y4MFileSource: CaptureSource {
     private var index: Int64 = 0
 
     /// - Parameter epoch: time of frame 0; nil = the clock's time at ``start()``.
-    public init(path: String, clock: any MonotonicClock, paced: Bool = true, epoch: Int64? = nil) {
+    init(path: String, clock: any MonotonicClock, paced: Bool = true, epoch: Int64? = nil) {
         self.name = "y4m:\(path)"
         self.path = path
         self.clock = clock
@@ -159,11 +159,11 @@ public final class Y4MFileSource: CaptureSource {
         self.epoch = epoch
     }
 
-    public var format: SourceFormat {
+    var format: SourceFormat {
         .video(width: header.width, height: header.height, fpsNumerator: header.fpsNumerator, fpsDenominator: header.fpsDenominator)
     }
 
-    public func start() throws(CaptureError) {
+    func start() throws(CaptureError) {
         let file = try InputFile(path: path)
         guard let line = try file.readLine(limit: 1024, what: "the YUV4MPEG2 header") else {
             throw CaptureError(.invalidInput, "\(path): empty file")
@@ -174,7 +174,7 @@ public final class Y4MFileSource: CaptureSource {
         index = 0
     }
 
-    public func read() throws(CaptureError) -> CapturedMedia? {
+    func read() throws(CaptureError) -> CapturedMedia? {
         guard let file else { return nil }
         guard let marker = try file.readLine(limit: 1024, what: "a FRAME header") else { return nil }
         guard marker.starts(with: Array("FRAME".utf8)) else {
@@ -194,7 +194,7 @@ public final class Y4MFileSource: CaptureSource {
         return .video(frame, pts: pts)
     }
 
-    public func stop() {
+    func stop() {
         file?.close()
         file = nil
     }
@@ -205,15 +205,15 @@ public final class Y4MFileSource: CaptureSource {
 /// The format of a RIFF/WAVE file, restricted to what the agent records: PCM
 /// (format 1, or WAVE_FORMAT_EXTENSIBLE with the PCM sub-format), 16-bit, 48 kHz, 1 or 2
 /// channels (Opus takes 48 kHz natively; resampling is not the agent's business).
-public struct WAVFormat: Sendable, Equatable {
-    public var channels: Int
-    public var sampleRate: Int
-    public var bitsPerSample: Int
+struct WAVFormat: Sendable, Equatable {
+    var channels: Int
+    var sampleRate: Int
+    var bitsPerSample: Int
     /// Bytes of sample data (the `data` chunk size; may be 0xFFFFFFFF for streamed files).
-    public var dataSize: UInt32
+    var dataSize: UInt32
 
     /// Parses the bytes of a `fmt ` chunk and checks that the agent can use them.
-    public static func parseFormatChunk(_ c: [UInt8], path: String = "wav") throws(CaptureError) -> (channels: Int, rate: Int, bits: Int) {
+    static func parseFormatChunk(_ c: [UInt8], path: String = "wav") throws(CaptureError) -> (channels: Int, rate: Int, bits: Int) {
         guard c.count >= 16 else { throw CaptureError(.invalidInput, "\(path): fmt chunk of \(c.count) bytes is too short") }
         func u16(_ i: Int) -> Int { Int(c[i]) | Int(c[i + 1]) << 8 }
         func u32(_ i: Int) -> Int { u16(i) | u16(i + 2) << 16 }
@@ -242,10 +242,10 @@ public struct WAVFormat: Sendable, Equatable {
 
 /// `wav:PATH`: PCM of a WAV file in 20 ms chunks. Chunk `k` is stamped `t0 + k·20 ms`;
 /// paced mode waits until the chunk's end, as a device would deliver it.
-public final class WAVFileSource: CaptureSource {
-    public static let chunkFrames = 960
-    public let name: String
-    public let isLive: Bool
+final class WAVFileSource: CaptureSource {
+    static let chunkFrames = 960
+    let name: String
+    let isLive: Bool
     private let path: String
     private let clock: any MonotonicClock
     private let paced: Bool
@@ -257,7 +257,7 @@ public final class WAVFileSource: CaptureSource {
     private var framesRead: Int64 = 0
 
     /// - Parameter epoch: time of the first sample; nil = the clock's time at ``start()``.
-    public init(path: String, clock: any MonotonicClock, paced: Bool = true, epoch: Int64? = nil) {
+    init(path: String, clock: any MonotonicClock, paced: Bool = true, epoch: Int64? = nil) {
         self.name = "wav:\(path)"
         self.path = path
         self.clock = clock
@@ -266,9 +266,9 @@ public final class WAVFileSource: CaptureSource {
         self.epoch = epoch
     }
 
-    public var format: SourceFormat { .audio(sampleRate: 48000, channels: channels) }
+    var format: SourceFormat { .audio(sampleRate: 48000, channels: channels) }
 
-    public func start() throws(CaptureError) {
+    func start() throws(CaptureError) {
         let file = try InputFile(path: path)
         guard let riff = try file.readExactly(12, what: "the RIFF header"),
               riff[0..<4].elementsEqual("RIFF".utf8), riff[8..<12].elementsEqual("WAVE".utf8) else {
@@ -302,7 +302,7 @@ public final class WAVFileSource: CaptureSource {
         framesRead = 0
     }
 
-    public func read() throws(CaptureError) -> CapturedMedia? {
+    func read() throws(CaptureError) -> CapturedMedia? {
         guard let file, remaining > 0 else { return nil }
         let frameBytes = 2 * channels
         let want = min(UInt64(Self.chunkFrames * frameBytes), remaining - remaining % UInt64(frameBytes))
@@ -320,7 +320,7 @@ public final class WAVFileSource: CaptureSource {
         return .audio(pcm, frames: frames, pts: pts)
     }
 
-    public func stop() {
+    func stop() {
         file?.close()
         file = nil
     }

@@ -5,11 +5,11 @@ import CV4L2
 
 /// The real ``V4L2Device``: libv4l2 calls (`v4l2_open`, `v4l2_ioctl`, `v4l2_mmap`) through
 /// the CV4L2 shims, so libv4lconvert can offer I420 for YUYV and MJPEG cameras.
-public final class LibV4L2Device: V4L2Device {
-    public let path: String
+final class LibV4L2Device: V4L2Device {
+    let path: String
     private var fd: Int32
 
-    public init(path: String) throws(V4L2Error) {
+    init(path: String) throws(V4L2Error) {
         self.path = path
         // Non-blocking: readiness comes from poll, so DQBUF never hangs when stopping.
         let fd = cv4l2_open(path, O_RDWR | O_NONBLOCK)
@@ -19,7 +19,7 @@ public final class LibV4L2Device: V4L2Device {
 
     deinit { close() }
 
-    public func close() {
+    func close() {
         if let converter { cv4l2_converter_destroy(converter) }
         converter = nil
         if fd >= 0 { _ = cv4l2_close(fd) }
@@ -29,7 +29,7 @@ public final class LibV4L2Device: V4L2Device {
     /// libv4lconvert's state for this device, made on the first conversion.
     private var converter: UnsafeMutableRawPointer?
 
-    public func convertToI420(_ source: UnsafeRawBufferPointer, from format: V4L2PixelFormat,
+    func convertToI420(_ source: UnsafeRawBufferPointer, from format: V4L2PixelFormat,
                               into destination: UnsafeMutableRawBufferPointer) throws(V4L2Error) -> Int {
         if converter == nil { converter = cv4l2_converter_create(fd) }
         guard let converter else { throw V4L2Error(call: "v4lconvert_create", errno: ENOMEM) }
@@ -53,7 +53,7 @@ public final class LibV4L2Device: V4L2Device {
         if result < 0 { throw V4L2Error(call: name, errno: errno) }
     }
 
-    public func queryCapabilities() throws(V4L2Error) -> V4L2Capabilities {
+    func queryCapabilities() throws(V4L2Error) -> V4L2Capabilities {
         var cap = v4l2_capability()
         try ioctl("VIDIOC_QUERYCAP", cv4l2_vidioc_querycap(), &cap)
         return V4L2Capabilities(
@@ -61,7 +61,7 @@ public final class LibV4L2Device: V4L2Device {
             capabilities: cap.capabilities, deviceCaps: cap.device_caps)
     }
 
-    public func setFormat(_ requested: V4L2PixelFormat) throws(V4L2Error) -> V4L2PixelFormat {
+    func setFormat(_ requested: V4L2PixelFormat) throws(V4L2Error) -> V4L2PixelFormat {
         var format = v4l2_format()
         format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         format.fmt.pix.width = requested.width
@@ -74,7 +74,7 @@ public final class LibV4L2Device: V4L2Device {
                                bytesPerLine: pix.bytesperline, sizeImage: pix.sizeimage)
     }
 
-    public func setFrameRate(numerator: UInt32, denominator: UInt32) throws(V4L2Error) -> (numerator: UInt32, denominator: UInt32)? {
+    func setFrameRate(numerator: UInt32, denominator: UInt32) throws(V4L2Error) -> (numerator: UInt32, denominator: UInt32)? {
         var parm = v4l2_streamparm()
         parm.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         try ioctl("VIDIOC_G_PARM", cv4l2_vidioc_g_parm(), &parm)
@@ -88,7 +88,7 @@ public final class LibV4L2Device: V4L2Device {
         return (t.denominator, t.numerator)
     }
 
-    public func requestBuffers(count: UInt32) throws(V4L2Error) -> UInt32 {
+    func requestBuffers(count: UInt32) throws(V4L2Error) -> UInt32 {
         var req = v4l2_requestbuffers()
         req.count = count
         req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -97,7 +97,7 @@ public final class LibV4L2Device: V4L2Device {
         return req.count
     }
 
-    public func mapBuffer(index: UInt32) throws(V4L2Error) -> UnsafeMutableRawBufferPointer {
+    func mapBuffer(index: UInt32) throws(V4L2Error) -> UnsafeMutableRawBufferPointer {
         var buf = v4l2_buffer()
         buf.index = index
         buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -111,11 +111,11 @@ public final class LibV4L2Device: V4L2Device {
         return UnsafeMutableRawBufferPointer(start: pointer, count: length)
     }
 
-    public func unmapBuffer(_ buffer: UnsafeMutableRawBufferPointer) {
+    func unmapBuffer(_ buffer: UnsafeMutableRawBufferPointer) {
         _ = cv4l2_munmap(buffer.baseAddress, buffer.count)
     }
 
-    public func queueBuffer(index: UInt32) throws(V4L2Error) {
+    func queueBuffer(index: UInt32) throws(V4L2Error) {
         var buf = v4l2_buffer()
         buf.index = index
         buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -123,7 +123,7 @@ public final class LibV4L2Device: V4L2Device {
         try ioctl("VIDIOC_QBUF", cv4l2_vidioc_qbuf(), &buf)
     }
 
-    public func dequeueBuffer() throws(V4L2Error) -> V4L2DequeuedBuffer? {
+    func dequeueBuffer() throws(V4L2Error) -> V4L2DequeuedBuffer? {
         var buf = v4l2_buffer()
         buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         buf.memory = V4L2_MEMORY_MMAP.rawValue
@@ -138,7 +138,7 @@ public final class LibV4L2Device: V4L2Device {
             sequence: buf.sequence)
     }
 
-    public func waitForFrame(timeoutMilliseconds: Int32) throws(V4L2Error) -> Bool {
+    func waitForFrame(timeoutMilliseconds: Int32) throws(V4L2Error) -> Bool {
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while true {
             let r = poll(&pfd, 1, timeoutMilliseconds)
@@ -155,12 +155,12 @@ public final class LibV4L2Device: V4L2Device {
         }
     }
 
-    public func streamOn() throws(V4L2Error) {
+    func streamOn() throws(V4L2Error) {
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
         try ioctl("VIDIOC_STREAMON", cv4l2_vidioc_streamon(), &type)
     }
 
-    public func streamOff() throws(V4L2Error) {
+    func streamOff() throws(V4L2Error) {
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
         try ioctl("VIDIOC_STREAMOFF", cv4l2_vidioc_streamoff(), &type)
     }
@@ -168,7 +168,7 @@ public final class LibV4L2Device: V4L2Device {
     // MARK: Enumeration (for `capture-agent devices`)
 
     /// Every capture pixel format with its description and frame sizes.
-    public func enumerateFormats() -> [(fourcc: UInt32, description: String, sizes: [String])] {
+    func enumerateFormats() -> [(fourcc: UInt32, description: String, sizes: [String])] {
         var result: [(UInt32, String, [String])] = []
         var index: UInt32 = 0
         while true {

@@ -36,8 +36,8 @@ public struct SourceSpec: Sendable, Equatable, CustomStringConvertible {
 
     /// Why a specification was refused; the message says what would be accepted.
     public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
-        public var spec: String
-        public var reason: String
+        var spec: String
+        var reason: String
         public var description: String { "invalid source \"\(spec)\": \(reason)" }
     }
 
@@ -162,7 +162,7 @@ extension SourceSpec {
     ///   - epoch: shared time zero of synthetic and file sources, so flashes and beeps coincide
     ///     and files start together, whatever their start order.
     ///   - fastFiles: read y4m/wav as fast as possible instead of in real time.
-    public func makeSource(clock: any MonotonicClock, epoch: Int64, fastFiles: Bool) -> any CaptureSource {
+    func makeSource(clock: any MonotonicClock, epoch: Int64, fastFiles: Bool) -> any CaptureSource {
         switch kind {
         case .v4l2(let path, let w, let h, let fps, let deviceFormat):
             return V4L2CaptureSource(path: path, request: .init(width: w, height: h, fps: fps, deviceFormat: deviceFormat), clock: clock)

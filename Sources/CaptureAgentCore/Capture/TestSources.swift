@@ -13,10 +13,10 @@ func nanoseconds(count: Int64, numerator: Int64, denominator: Int64) -> Int64 {
 /// clock. Frame `n` is due — and stamped — at `epoch + n/fps`, so its content and its
 /// timestamp depend on `n` alone. All test sources of one agent share the epoch, so the
 /// white flash of frame `k·fps` and the beep of ``TestAudioSource`` share a timestamp.
-public final class TestVideoSource: CaptureSource {
-    public let name: String
-    public let isLive: Bool
-    public let format: SourceFormat
+final class TestVideoSource: CaptureSource {
+    let name: String
+    let isLive: Bool
+    let format: SourceFormat
     private let pattern: TestPatternVideo
     private let clock: any MonotonicClock
     private let epoch: Int64?
@@ -30,7 +30,7 @@ public final class TestVideoSource: CaptureSource {
     ///   - frameLimit: end of stream after this many frames (nil = endless).
     ///   - paced: wait for each frame's due time (false = as fast as possible, still
     ///     stamped with the due time).
-    public init(width: Int, height: Int, fps: Int, label: String, clock: any MonotonicClock,
+    init(width: Int, height: Int, fps: Int, label: String, clock: any MonotonicClock,
                 epoch: Int64? = nil, frameLimit: Int? = nil, paced: Bool = true) {
         self.name = "test:\(width)x\(height)@\(fps)"
         self.pattern = TestPatternVideo(width: width, height: height, fps: fps, label: label)
@@ -42,12 +42,12 @@ public final class TestVideoSource: CaptureSource {
         self.isLive = paced
     }
 
-    public func start() throws(CaptureError) {
+    func start() throws(CaptureError) {
         start0 = epoch ?? clock.now()
         index = 0
     }
 
-    public func read() throws(CaptureError) -> CapturedMedia? {
+    func read() throws(CaptureError) -> CapturedMedia? {
         if let frameLimit, index >= Int64(frameLimit) { return nil }
         let due = start0 + nanoseconds(count: index, numerator: Int64(pattern.fps), denominator: 1)
         if paced { clock.sleep(until: due) }
@@ -56,17 +56,17 @@ public final class TestVideoSource: CaptureSource {
         return .video(frame, pts: due)
     }
 
-    public func stop() {}
+    func stop() {}
 }
 
 /// The synthetic microphone (`test:audio[:CHANNELS]`): ``TestToneAudio`` in 20 ms
 /// chunks. Chunk `k` covers samples `[960k, 960k+960)`, is stamped `epoch + k·20 ms` and
 /// becomes available at the end of its span (as a real device would deliver it).
-public final class TestAudioSource: CaptureSource {
-    public static let chunkFrames = 960
-    public let name: String
-    public let isLive: Bool
-    public let format: SourceFormat
+final class TestAudioSource: CaptureSource {
+    static let chunkFrames = 960
+    let name: String
+    let isLive: Bool
+    let format: SourceFormat
     private let tone: TestToneAudio
     private let clock: any MonotonicClock
     private let epoch: Int64?
@@ -75,7 +75,7 @@ public final class TestAudioSource: CaptureSource {
     private var start0: Int64 = 0
     private var chunk: Int64 = 0
 
-    public init(channels: Int = 1, clock: any MonotonicClock, epoch: Int64? = nil, chunkLimit: Int? = nil, paced: Bool = true) {
+    init(channels: Int = 1, clock: any MonotonicClock, epoch: Int64? = nil, chunkLimit: Int? = nil, paced: Bool = true) {
         self.name = "test:audio:\(channels)"
         self.tone = TestToneAudio(sampleRate: 48000, channels: channels)
         self.format = .audio(sampleRate: 48000, channels: channels)
@@ -86,12 +86,12 @@ public final class TestAudioSource: CaptureSource {
         self.isLive = paced
     }
 
-    public func start() throws(CaptureError) {
+    func start() throws(CaptureError) {
         start0 = epoch ?? clock.now()
         chunk = 0
     }
 
-    public func read() throws(CaptureError) -> CapturedMedia? {
+    func read() throws(CaptureError) -> CapturedMedia? {
         if let chunkLimit, chunk >= Int64(chunkLimit) { return nil }
         let first = chunk * Int64(Self.chunkFrames)
         let pts = start0 + nanoseconds(count: first, numerator: 48000, denominator: 1)
@@ -101,5 +101,5 @@ public final class TestAudioSource: CaptureSource {
         return .audio(tone.samples(from: first, count: Self.chunkFrames), frames: Self.chunkFrames, pts: pts)
     }
 
-    public func stop() {}
+    func stop() {}
 }

@@ -4,7 +4,7 @@
 /// camera). ``LibV4L2Device`` is the real implementation through libv4l2.
 ///
 /// Methods throw ``V4L2Error`` carrying the ioctl name and `errno`.
-public protocol V4L2Device: AnyObject {
+protocol V4L2Device: AnyObject {
     /// VIDIOC_QUERYCAP.
     func queryCapabilities() throws(V4L2Error) -> V4L2Capabilities
     /// VIDIOC_S_FMT for single-planar capture; returns what the driver (or libv4lconvert) granted.
@@ -37,36 +37,36 @@ public protocol V4L2Device: AnyObject {
 }
 
 /// An ioctl (or other call) that failed, with its errno.
-public struct V4L2Error: Error, Sendable, Equatable, CustomStringConvertible {
-    public var call: String
-    public var errno: Int32
-    public var message: String
+struct V4L2Error: Error, Sendable, Equatable, CustomStringConvertible {
+    var call: String
+    var errno: Int32
+    var message: String
 
-    public init(call: String, errno: Int32, message: String = "") {
+    init(call: String, errno: Int32, message: String = "") {
         self.call = call
         self.errno = errno
         self.message = message
     }
 
-    public var description: String {
+    var description: String {
         let detail = message.isEmpty ? describeErrno(errno) : message
         return "\(call) failed: \(detail) (errno \(errno))"
     }
 }
 
 /// The result of VIDIOC_QUERYCAP.
-public struct V4L2Capabilities: Sendable, Equatable {
-    public static let videoCapture: UInt32 = 0x0000_0001
-    public static let streaming: UInt32 = 0x0400_0000
-    public static let deviceCapsValid: UInt32 = 0x8000_0000
+struct V4L2Capabilities: Sendable, Equatable {
+    static let videoCapture: UInt32 = 0x0000_0001
+    static let streaming: UInt32 = 0x0400_0000
+    static let deviceCapsValid: UInt32 = 0x8000_0000
 
-    public var driver: String
-    public var card: String
-    public var busInfo: String
-    public var capabilities: UInt32
-    public var deviceCaps: UInt32
+    var driver: String
+    var card: String
+    var busInfo: String
+    var capabilities: UInt32
+    var deviceCaps: UInt32
 
-    public init(driver: String, card: String, busInfo: String, capabilities: UInt32, deviceCaps: UInt32) {
+    init(driver: String, card: String, busInfo: String, capabilities: UInt32, deviceCaps: UInt32) {
         self.driver = driver
         self.card = card
         self.busInfo = busInfo
@@ -76,30 +76,30 @@ public struct V4L2Capabilities: Sendable, Equatable {
 
     /// The capabilities of this device node (`device_caps` when the driver fills it,
     /// otherwise those of the whole physical device).
-    public var effective: UInt32 {
+    var effective: UInt32 {
         capabilities & Self.deviceCapsValid != 0 ? deviceCaps : capabilities
     }
 
-    public var canCaptureAndStream: Bool {
+    var canCaptureAndStream: Bool {
         effective & Self.videoCapture != 0 && effective & Self.streaming != 0
     }
 }
 
 /// A single-planar pixel format (`struct v4l2_pix_format`, the fields that matter here).
-public struct V4L2PixelFormat: Sendable, Equatable {
+struct V4L2PixelFormat: Sendable, Equatable {
     /// fourcc 'YU12' (V4L2_PIX_FMT_YUV420): I420, what the encoder takes.
-    public static let yuv420: UInt32 = fourcc("YU12")
-    public static let yuyv: UInt32 = fourcc("YUYV")
-    public static let mjpeg: UInt32 = fourcc("MJPG")
+    static let yuv420: UInt32 = fourcc("YU12")
+    static let yuyv: UInt32 = fourcc("YUYV")
+    static let mjpeg: UInt32 = fourcc("MJPG")
 
-    public var width: UInt32
-    public var height: UInt32
-    public var pixelFormat: UInt32
+    var width: UInt32
+    var height: UInt32
+    var pixelFormat: UInt32
     /// Bytes per luma line (≥ width; chroma lines are half of it for YU12).
-    public var bytesPerLine: UInt32
-    public var sizeImage: UInt32
+    var bytesPerLine: UInt32
+    var sizeImage: UInt32
 
-    public init(width: UInt32, height: UInt32, pixelFormat: UInt32, bytesPerLine: UInt32 = 0, sizeImage: UInt32 = 0) {
+    init(width: UInt32, height: UInt32, pixelFormat: UInt32, bytesPerLine: UInt32 = 0, sizeImage: UInt32 = 0) {
         self.width = width
         self.height = height
         self.pixelFormat = pixelFormat
@@ -107,17 +107,17 @@ public struct V4L2PixelFormat: Sendable, Equatable {
         self.sizeImage = sizeImage
     }
 
-    public static func fourcc(_ s: String) -> UInt32 {
+    static func fourcc(_ s: String) -> UInt32 {
         let b = Array(s.utf8)
         return UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
     }
 
     /// V4L2_PIX_FMT_FLAG_BE: bit 31 marks the big-endian variant of a format (`v4l2_fourcc_be`).
-    public static let bigEndianFlag: UInt32 = 1 << 31
+    static let bigEndianFlag: UInt32 = 1 << 31
 
     /// The fourcc as v4l2-ctl prints it: `Y16 -BE` for a big-endian format, and `.` for a byte
     /// that is not printable ASCII (never raw bytes, which are not valid UTF-8).
-    public static func fourccString(_ v: UInt32) -> String {
+    static func fourccString(_ v: UInt32) -> String {
         let code = v & ~bigEndianFlag
         let characters = (0..<4).map { index -> Character in
             let byte = UInt8((code >> (8 * index)) & 0xFF)
@@ -128,22 +128,22 @@ public struct V4L2PixelFormat: Sendable, Equatable {
 }
 
 /// What VIDIOC_DQBUF returned.
-public struct V4L2DequeuedBuffer: Sendable, Equatable {
+struct V4L2DequeuedBuffer: Sendable, Equatable {
     /// V4L2_BUF_FLAG_TIMESTAMP_MASK and _MONOTONIC.
-    public static let timestampMask: UInt32 = 0xE000
-    public static let timestampMonotonic: UInt32 = 0x2000
+    static let timestampMask: UInt32 = 0xE000
+    static let timestampMonotonic: UInt32 = 0x2000
     /// V4L2_BUF_FLAG_ERROR: the data may be corrupted.
-    public static let errorFlag: UInt32 = 0x40
+    static let errorFlag: UInt32 = 0x40
 
-    public var index: UInt32
-    public var bytesUsed: UInt32
-    public var flags: UInt32
-    public var timestampSeconds: Int64
-    public var timestampMicroseconds: Int64
+    var index: UInt32
+    var bytesUsed: UInt32
+    var flags: UInt32
+    var timestampSeconds: Int64
+    var timestampMicroseconds: Int64
     /// Frame counter of the driver; a jump means frames were lost inside the driver.
-    public var sequence: UInt32
+    var sequence: UInt32
 
-    public init(index: UInt32, bytesUsed: UInt32, flags: UInt32, timestampSeconds: Int64, timestampMicroseconds: Int64, sequence: UInt32) {
+    init(index: UInt32, bytesUsed: UInt32, flags: UInt32, timestampSeconds: Int64, timestampMicroseconds: Int64, sequence: UInt32) {
         self.index = index
         self.bytesUsed = bytesUsed
         self.flags = flags
@@ -153,9 +153,9 @@ public struct V4L2DequeuedBuffer: Sendable, Equatable {
     }
 
     /// The buffer carries a CLOCK_MONOTONIC timestamp.
-    public var hasMonotonicTimestamp: Bool { flags & Self.timestampMask == Self.timestampMonotonic }
+    var hasMonotonicTimestamp: Bool { flags & Self.timestampMask == Self.timestampMonotonic }
 
-    public var timestampNanoseconds: Int64 { timestampSeconds * 1_000_000_000 + timestampMicroseconds * 1_000 }
+    var timestampNanoseconds: Int64 { timestampSeconds * 1_000_000_000 + timestampMicroseconds * 1_000 }
 }
 
 #if canImport(Glibc)

@@ -11,17 +11,17 @@ import MediaEncoding
 /// keeps filling the other three meanwhile). Timestamps: the buffer's own when the
 /// driver says it is CLOCK_MONOTONIC (`(flags & 0xE000) == 0x2000`), otherwise the
 /// clock at DQBUF. A jump in the driver's frame sequence counts as lost frames.
-public final class V4L2CaptureSource: CaptureSource {
+final class V4L2CaptureSource: CaptureSource {
     /// The wished capture parameters.
-    public struct Request: Sendable, Equatable {
-        public var width: Int
-        public var height: Int
-        public var fps: Int
+    struct Request: Sendable, Equatable {
+        var width: Int
+        var height: Int
+        var fps: Int
         /// The device's own pixel format to capture in, converted to I420 by libv4lconvert
         /// in this process (`format=YUYV`); nil asks libv4l2 for I420 directly, which it
         /// delivers natively or converts from a format it picks.
-        public var deviceFormat: UInt32?
-        public init(width: Int = 1280, height: Int = 720, fps: Int = 30, deviceFormat: UInt32? = nil) {
+        var deviceFormat: UInt32?
+        init(width: Int = 1280, height: Int = 720, fps: Int = 30, deviceFormat: UInt32? = nil) {
             self.width = width
             self.height = height
             self.fps = fps
@@ -30,22 +30,22 @@ public final class V4L2CaptureSource: CaptureSource {
     }
 
     /// What the device granted.
-    public struct Granted: Sendable, Equatable, CustomStringConvertible {
-        public var width: Int
-        public var height: Int
-        public var pixelFormat: UInt32
-        public var bytesPerLine: Int
-        public var fpsNumerator: Int
-        public var fpsDenominator: Int
+    struct Granted: Sendable, Equatable, CustomStringConvertible {
+        var width: Int
+        var height: Int
+        var pixelFormat: UInt32
+        var bytesPerLine: Int
+        var fpsNumerator: Int
+        var fpsDenominator: Int
         /// False when the driver cannot set a frame rate (the requested one is assumed).
-        public var frameRateSet: Bool
-        public var bufferCount: Int
-        public var driver: String
-        public var card: String
+        var frameRateSet: Bool
+        var bufferCount: Int
+        var driver: String
+        var card: String
         /// True when frames arrive in `pixelFormat` and libv4lconvert turns them into I420 here.
-        public var convertedHere = false
+        var convertedHere = false
 
-        public var description: String {
+        var description: String {
             let fps = fpsDenominator == 1 ? "\(fpsNumerator)" : "\(fpsNumerator)/\(fpsDenominator)"
             let format = V4L2PixelFormat.fourccString(pixelFormat) + (convertedHere ? " → YU12 (libv4lconvert)" : "")
             return "\(card) (\(driver)): \(width)x\(height) \(format) @ \(fps) fps"
@@ -54,18 +54,18 @@ public final class V4L2CaptureSource: CaptureSource {
         }
     }
 
-    public static let bufferCount: UInt32 = 4
+    static let bufferCount: UInt32 = 4
     /// poll timeout; consecutive timeouts up to `watchdogTimeouts` are tolerated.
-    public static let pollTimeoutMilliseconds: Int32 = 2000
-    public static let watchdogTimeouts = 5
+    static let pollTimeoutMilliseconds: Int32 = 2000
+    static let watchdogTimeouts = 5
     /// Frames in a row that libv4lconvert may fail to convert (a corrupt MJPEG frame is
     /// dropped and counted) before the camera is given up with the converter's reason.
-    public static let conversionFailureLimit = 30
+    static let conversionFailureLimit = 30
 
-    public let name: String
-    public let isLive = true
-    public let path: String
-    public let request: Request
+    let name: String
+    let isLive = true
+    let path: String
+    let request: Request
     private let clock: any MonotonicClock
     private let openDevice: (String) throws(V4L2Error) -> any V4L2Device
     private var device: (any V4L2Device)?
@@ -80,9 +80,9 @@ public final class V4L2CaptureSource: CaptureSource {
     private var conversion: (source: V4L2PixelFormat, output: UnsafeMutableRawBufferPointer)?
     private var conversionFailures = 0
     /// What the device granted; set by ``start()``.
-    public private(set) var granted: Granted?
+    private(set) var granted: Granted?
 
-    public init(path: String, request: Request, clock: any MonotonicClock,
+    init(path: String, request: Request, clock: any MonotonicClock,
                 openDevice: @escaping (String) throws(V4L2Error) -> any V4L2Device = { path throws(V4L2Error) in try LibV4L2Device(path: path) }) {
         self.name = "v4l2:\(path)"
         self.path = path
@@ -93,14 +93,14 @@ public final class V4L2CaptureSource: CaptureSource {
 
     deinit { stop() }
 
-    public var format: SourceFormat {
+    var format: SourceFormat {
         guard let g = granted else {
             return .video(width: request.width, height: request.height, fpsNumerator: request.fps, fpsDenominator: 1)
         }
         return .video(width: g.width, height: g.height, fpsNumerator: g.fpsNumerator, fpsDenominator: g.fpsDenominator)
     }
 
-    public func start() throws(CaptureError) {
+    func start() throws(CaptureError) {
         let dev: any V4L2Device
         do {
             dev = try openDevice(path)
@@ -167,7 +167,7 @@ public final class V4L2CaptureSource: CaptureSource {
             bufferCount: Int(count), driver: caps.driver, card: caps.card, convertedHere: conversion != nil)
     }
 
-    public func read() throws(CaptureError) -> CapturedMedia? {
+    func read() throws(CaptureError) -> CapturedMedia? {
         guard let dev = device, streaming, let g = granted else { return nil }
         var timeouts = 0
         while true {
@@ -228,12 +228,12 @@ public final class V4L2CaptureSource: CaptureSource {
         return Self.copyI420(conversion.output, granted: g, deviceHeight: deviceHeight)
     }
 
-    public func takeLostCount() -> Int {
+    func takeLostCount() -> Int {
         defer { lost = 0 }
         return lost
     }
 
-    public func stop() {
+    func stop() {
         guard let dev = device else { return }
         if streaming { try? dev.streamOff() }
         streaming = false

@@ -44,7 +44,7 @@ public struct SystemMonotonicClock: MonotonicClock {
 /// see in real time). Otherwise sleepers block until ``advance(by:)`` or ``set(_:)``
 /// moves time past their deadline. Every deadline asked for is recorded, so a test can
 /// check the pacing schedule without measuring anything.
-public final class ManualClock: MonotonicClock, @unchecked Sendable {
+final class ManualClock: MonotonicClock, @unchecked Sendable {
     private let condition = NSCondition()
     private var current: Int64
     private var autoAdvance: Bool
@@ -57,13 +57,13 @@ public final class ManualClock: MonotonicClock, @unchecked Sendable {
     ///   - autoAdvance: sleeping jumps the clock to the deadline instead of blocking.
     ///   - stepPerRead: added to the time after every `now()` (simulates time passing
     ///     between reads of a device that itself does not block, such as ALSA `null`).
-    public init(start: Int64 = 1_000_000_000, autoAdvance: Bool = false, stepPerRead: Int64 = 0) {
+    init(start: Int64 = 1_000_000_000, autoAdvance: Bool = false, stepPerRead: Int64 = 0) {
         self.current = start
         self.autoAdvance = autoAdvance
         self.stepPerRead = stepPerRead
     }
 
-    public func now() -> Int64 {
+    func now() -> Int64 {
         condition.lock()
         defer { condition.unlock() }
         let t = current
@@ -71,7 +71,7 @@ public final class ManualClock: MonotonicClock, @unchecked Sendable {
         return t
     }
 
-    public func sleep(until deadline: Int64) {
+    func sleep(until deadline: Int64) {
         condition.lock()
         defer { condition.unlock() }
         recordedDeadlines.append(deadline)
@@ -86,7 +86,7 @@ public final class ManualClock: MonotonicClock, @unchecked Sendable {
     }
 
     /// Moves time forward and wakes every sleeper whose deadline has passed.
-    public func advance(by nanoseconds: Int64) {
+    func advance(by nanoseconds: Int64) {
         condition.lock()
         current += nanoseconds
         condition.broadcast()
@@ -94,7 +94,7 @@ public final class ManualClock: MonotonicClock, @unchecked Sendable {
     }
 
     /// Sets the time (never backwards).
-    public func set(_ time: Int64) {
+    func set(_ time: Int64) {
         condition.lock()
         current = max(current, time)
         condition.broadcast()
@@ -102,7 +102,7 @@ public final class ManualClock: MonotonicClock, @unchecked Sendable {
     }
 
     /// Every deadline passed to `sleep(until:)`, in call order.
-    public var deadlines: [Int64] {
+    var deadlines: [Int64] {
         condition.lock()
         defer { condition.unlock() }
         return recordedDeadlines
@@ -110,7 +110,7 @@ public final class ManualClock: MonotonicClock, @unchecked Sendable {
 
     /// Blocks until at least `count` threads are sleeping on this clock (so that a test
     /// can advance time knowing where the sleepers are).
-    public func waitForSleepers(_ count: Int) {
+    func waitForSleepers(_ count: Int) {
         condition.lock()
         defer { condition.unlock() }
         while sleeping < count { condition.wait() }

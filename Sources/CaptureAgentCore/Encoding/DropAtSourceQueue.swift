@@ -9,28 +9,28 @@ import NIOCore
 /// with the next unit that does get in (or with the end of the stream), so the
 /// consumer reports each run of drops exactly where it happened. Non-live producers
 /// (files read as fast as possible) use ``put(_:)``, which waits for room.
-public final class DropAtSourceQueue<Element>: @unchecked Sendable {
+final class DropAtSourceQueue<Element>: @unchecked Sendable {
     /// Units missing right before an item: dropped here because the queue was full
     /// (`overflow`), or lost inside the source and recorded with ``recordLost(_:)``.
-    public struct Drops: Sendable, Equatable {
-        public var overflow = 0
-        public var lost = 0
-        public init(overflow: Int = 0, lost: Int = 0) {
+    struct Drops: Sendable, Equatable {
+        var overflow = 0
+        var lost = 0
+        init(overflow: Int = 0, lost: Int = 0) {
             self.overflow = overflow
             self.lost = lost
         }
-        public var isEmpty: Bool { overflow == 0 && lost == 0 }
+        var isEmpty: Bool { overflow == 0 && lost == 0 }
     }
 
     /// What the consumer takes out.
-    public enum Item {
+    enum Item {
         /// A unit, preceded by the units that went missing right before it.
         case element(Element, dropsBefore: Drops)
         /// The producer finished; `dropsBefore` went missing after the last element.
         case end(dropsBefore: Drops)
     }
 
-    public let capacity: Int
+    let capacity: Int
     private let condition = NSCondition()
     /// Each queued unit with the drops right before it. A ring buffer: a taken frame (a 720p
     /// frame is 1.4 MB) is released as it is taken, not kept in a consumed slot.
@@ -42,20 +42,20 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
     private var lostCount = 0
 
     /// Every unit dropped for lack of room so far.
-    public var totalDropped: Int {
+    var totalDropped: Int {
         condition.lock()
         defer { condition.unlock() }
         return droppedCount
     }
 
     /// Every unit recorded as lost by the source so far.
-    public var totalLost: Int {
+    var totalLost: Int {
         condition.lock()
         defer { condition.unlock() }
         return lostCount
     }
 
-    public init(capacity: Int) {
+    init(capacity: Int) {
         precondition(capacity >= 1)
         self.capacity = capacity
     }
@@ -64,7 +64,7 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
 
     /// Adds `element` if there is room; otherwise drops it, counts it and returns false.
     @discardableResult
-    public func offer(_ element: Element) -> Bool {
+    func offer(_ element: Element) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard !closed else { return false }
@@ -79,7 +79,7 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
 
     /// Adds `element`, waiting for room. Returns false if the queue was cancelled.
     @discardableResult
-    public func put(_ element: Element) -> Bool {
+    func put(_ element: Element) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while count >= capacity && !cancelled { condition.wait() }
@@ -96,7 +96,7 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
 
     /// Records `n` units the source itself lost (they never reached the queue); they are
     /// reported like queue drops, at this position.
-    public func recordLost(_ n: Int) {
+    func recordLost(_ n: Int) {
         guard n > 0 else { return }
         condition.lock()
         pendingDrops.lost += n
@@ -105,7 +105,7 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
     }
 
     /// No more elements will be offered; the consumer gets what is queued, then `.end`.
-    public func close() {
+    func close() {
         condition.lock()
         closed = true
         condition.broadcast()
@@ -113,7 +113,7 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
     }
 
     /// Like ``close()`` but also wakes a producer blocked in ``put(_:)``.
-    public func cancel() {
+    func cancel() {
         condition.lock()
         closed = true
         cancelled = true
@@ -122,7 +122,7 @@ public final class DropAtSourceQueue<Element>: @unchecked Sendable {
     }
 
     /// The next item, waiting for one.
-    public func take() -> Item {
+    func take() -> Item {
         condition.lock()
         defer { condition.unlock() }
         while count == 0 && !closed { condition.wait() }

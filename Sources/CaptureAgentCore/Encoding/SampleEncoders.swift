@@ -1,10 +1,10 @@
-public import MediaEncoding
+import MediaEncoding
 import NIOCore
-public import WireProtocol
+import WireProtocol
 
 /// Turns captured media of one track into encoded samples. One instance per track,
 /// used from that track's encoder thread only.
-public protocol SampleEncoder: AnyObject {
+protocol SampleEncoder: AnyObject {
     /// The codec part of the track descriptor (H.264 parameter sets, OpusHead).
     var mediaFormat: MediaFormat { get }
     /// Suggested media timescale for the recording.
@@ -24,7 +24,7 @@ public struct VideoEncodingSettings: Sendable, Equatable {
     public var tune: String?
     /// CRF when `bitrateKbps` is nil.
     public var crf: Double
-    public var bitrateKbps: Int?
+    var bitrateKbps: Int?
     /// Keyframe interval in frames; nil = two seconds' worth.
     public var keyframeInterval: Int?
     public var threads: Int
@@ -45,11 +45,11 @@ public struct VideoEncodingSettings: Sendable, Equatable {
 /// Opus settings chosen by the operator.
 public struct AudioEncodingSettings: Sendable, Equatable {
     /// bits per second; nil = 64000 mono / 96000 stereo.
-    public var bitrate: Int?
+    var bitrate: Int?
     /// "audio", "voip" or "lowdelay".
-    public var application: String
+    var application: String
     /// Opus complexity 0…10; nil = libopus's default, 10.
-    public var complexity: Int?
+    var complexity: Int?
 
     public init(bitrate: Int? = nil, application: String = "audio", complexity: Int? = nil) {
         self.bitrate = bitrate
@@ -69,13 +69,13 @@ public struct AudioEncodingSettings: Sendable, Equatable {
 
 /// H.264 through ``H264Encoder`` in length-prefixed form (protocol.md §6.12), SPS/PPS
 /// also repeated in-band before keyframes so that any keyframe starts a decodable stream.
-public final class H264SampleEncoder: SampleEncoder {
-    public let track: UInt8
+final class H264SampleEncoder: SampleEncoder {
+    let track: UInt8
     private let encoder: H264Encoder
     private let frameDuration: Int64
     private var keyframeRequested = false
 
-    public init(track: UInt8, width: Int, height: Int, fpsNumerator: Int, fpsDenominator: Int, settings s: VideoEncodingSettings) throws(EncoderError) {
+    init(track: UInt8, width: Int, height: Int, fpsNumerator: Int, fpsDenominator: Int, settings s: VideoEncodingSettings) throws(EncoderError) {
         self.track = track
         let fps = max(1, Int((Double(fpsNumerator) / Double(max(1, fpsDenominator))).rounded()))
         encoder = try H264Encoder(settings: .init(
@@ -86,15 +86,15 @@ public final class H264SampleEncoder: SampleEncoder {
         frameDuration = nanoseconds(count: 1, numerator: Int64(max(1, fpsNumerator)), denominator: Int64(max(1, fpsDenominator)))
     }
 
-    public var mediaFormat: MediaFormat {
+    var mediaFormat: MediaFormat {
         .h264(H264Format(
             width: UInt16(encoder.settings.width), height: UInt16(encoder.settings.height),
             sequenceParameterSets: [encoder.sps], pictureParameterSets: [encoder.pps]))
     }
 
-    public var timescale: UInt32 { 90000 }
+    var timescale: UInt32 { 90000 }
 
-    public func encode(_ media: CapturedMedia) throws(EncoderError) -> [EncodedSample] {
+    func encode(_ media: CapturedMedia) throws(EncoderError) -> [EncodedSample] {
         guard case .video(let frame, let pts) = media else {
             throw EncoderError(.wrongFrameSize, "track \(track): audio given to the video encoder")
         }
@@ -103,13 +103,13 @@ public final class H264SampleEncoder: SampleEncoder {
         return try encoder.encode(frame, pts: pts, forceKeyframe: force).map(sample)
     }
 
-    public func flush() throws(EncoderError) -> [EncodedSample] {
+    func flush() throws(EncoderError) -> [EncodedSample] {
         try encoder.flush().map(sample)
     }
 
-    public func inputDiscontinuity() {}
+    func inputDiscontinuity() {}
 
-    public func requestKeyframe() { keyframeRequested = true }
+    func requestKeyframe() { keyframeRequested = true }
 
     private func sample(_ f: EncodedVideoFrame) -> EncodedSample {
         EncodedSample(track: track, pts: f.pts, dts: f.dts, duration: frameDuration, isKeyframe: f.isKeyframe, bytes: f.data)
@@ -118,15 +118,15 @@ public final class H264SampleEncoder: SampleEncoder {
 
 /// Opus through ``OpusEncoder``: PCM of any chunking is regrouped into 20 ms frames;
 /// each packet is stamped with the time of its first sample.
-public final class OpusSampleEncoder: SampleEncoder {
-    public let track: UInt8
+final class OpusSampleEncoder: SampleEncoder {
+    let track: UInt8
     private let encoder: OpusEncoder
     private let channels: Int
     private var pending: [Int16] = []
     private var pendingPTS: Int64 = 0
     private static let packetDuration: Int64 = 20_000_000
 
-    public init(track: UInt8, channels: Int, settings: AudioEncodingSettings) throws(EncoderError) {
+    init(track: UInt8, channels: Int, settings: AudioEncodingSettings) throws(EncoderError) {
         guard let application = settings.opusApplication else {
             throw EncoderError(.invalidSettings, "Opus application '\(settings.application)' is not audio, voip or lowdelay")
         }
@@ -137,13 +137,13 @@ public final class OpusSampleEncoder: SampleEncoder {
         pending.reserveCapacity(encoder.frameSize * channels)
     }
 
-    public var mediaFormat: MediaFormat {
+    var mediaFormat: MediaFormat {
         .opus(OpusFormat(sampleRate: 48000, channels: UInt8(channels), opusHead: encoder.opusHead))
     }
 
-    public var timescale: UInt32 { 48000 }
+    var timescale: UInt32 { 48000 }
 
-    public func encode(_ media: CapturedMedia) throws(EncoderError) -> [EncodedSample] {
+    func encode(_ media: CapturedMedia) throws(EncoderError) -> [EncodedSample] {
         guard case .audio(let pcm, let frames, let pts) = media else {
             throw EncoderError(.wrongFrameSize, "track \(track): video given to the audio encoder")
         }
@@ -173,7 +173,7 @@ public final class OpusSampleEncoder: SampleEncoder {
     /// (`preSkip` samples it still holds) is carried out by one more silent frame when the
     /// padding did not already cover it — so the decoded track, after the decoder drops
     /// `preSkip`, holds every input sample (ffmpeg ends its Opus streams the same way).
-    public func flush() throws(EncoderError) -> [EncodedSample] {
+    func flush() throws(EncoderError) -> [EncodedSample] {
         var out = try completePartialFrame()
         if emittedFrames > 0, emittedFrames - encoder.preSkip < inputFrames {
             pendingPTS = lastEmittedPTS + Self.packetDuration
@@ -196,13 +196,13 @@ public final class OpusSampleEncoder: SampleEncoder {
 
     /// After lost input, a partial frame would splice audio from both sides of the gap:
     /// it is completed with silence and sent as it is.
-    public func inputDiscontinuity() {
+    func inputDiscontinuity() {
         pendingDiscontinuity = true
     }
 
     private var pendingDiscontinuity = false
 
-    public func requestKeyframe() {}
+    func requestKeyframe() {}
 
     private func emit() throws(EncoderError) -> EncodedSample {
         let packet = try encoder.encode(pending)

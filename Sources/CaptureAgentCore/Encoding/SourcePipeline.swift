@@ -1,10 +1,10 @@
 import Foundation
-public import Logging
+import Logging
 import MediaEncoding
-public import WireProtocol
+import WireProtocol
 
 /// Receives what a pipeline produces, from the pipeline's encoder thread, in order.
-public protocol PipelineSink: AnyObject, Sendable {
+protocol PipelineSink: AnyObject, Sendable {
     /// Samples went missing right before the next produced sample of `track`.
     func pipelineDropped(track: UInt8, count: Int, reason: DropReport.Reason)
     func pipelineProduced(_ sample: EncodedSample)
@@ -19,11 +19,11 @@ public protocol PipelineSink: AnyObject, Sendable {
 /// counted, and reported (`DropReport` reason `encoderError`: the encoder skipped it)
 /// before the next frame that gets through — loss is never silent. Frames the source
 /// itself lost are reported with reason `captureError`.
-public final class SourcePipeline: @unchecked Sendable {
-    public let track: UInt8
-    public let label: String
-    public let source: any CaptureSource
-    public let encoder: any SampleEncoder
+final class SourcePipeline: @unchecked Sendable {
+    let track: UInt8
+    let label: String
+    let source: any CaptureSource
+    let encoder: any SampleEncoder
     private let queue: DropAtSourceQueue<CapturedMedia>
     private weak var sink: (any PipelineSink)?
     private let logger: Logger
@@ -41,7 +41,7 @@ public final class SourcePipeline: @unchecked Sendable {
     /// - Parameters:
     ///   - source: already started (its format is final).
     ///   - queueCapacity: units between capture and encoder.
-    public init(track: UInt8, label: String, source: any CaptureSource, encoder: any SampleEncoder,
+    init(track: UInt8, label: String, source: any CaptureSource, encoder: any SampleEncoder,
                 queueCapacity: Int, sink: any PipelineSink, logger: Logger,
                 clock: any MonotonicClock = SystemMonotonicClock()) {
         self.track = track
@@ -55,15 +55,15 @@ public final class SourcePipeline: @unchecked Sendable {
     }
 
     /// The track descriptor of this pipeline (protocol.md §6.6.1).
-    public var trackDescriptor: TrackDescriptor {
+    var trackDescriptor: TrackDescriptor {
         TrackDescriptor(id: track, label: label, timescale: encoder.timescale, format: encoder.mediaFormat)
     }
 
     /// Units dropped because the encoder was behind, and units the source lost.
-    public var dropCounts: (overflow: Int, lost: Int) { (queue.totalDropped, queue.totalLost) }
+    var dropCounts: (overflow: Int, lost: Int) { (queue.totalDropped, queue.totalLost) }
 
     /// Starts the capture and encoder threads.
-    public func run() {
+    func run() {
         finished.enter()
         finished.enter()
         let capture = Thread { [self] in captureLoop(); finished.leave() }
@@ -82,7 +82,7 @@ public final class SourcePipeline: @unchecked Sendable {
     /// every track of the session then ends at the same moment, within one unit (20 ms of
     /// audio, one frame), whatever each capture thread was doing when the stop came. Without
     /// it (a cancel) the source stops after the read in progress.
-    public func stop(at instant: Int64? = nil) {
+    func stop(at instant: Int64? = nil) {
         lock.lock()
         stopRequested = true
         stopInstant = instant
@@ -95,10 +95,10 @@ public final class SourcePipeline: @unchecked Sendable {
     static let stopGrace: Int64 = 1_000_000_000
 
     /// Blocks until both threads are done.
-    public func waitUntilFinished() { finished.wait() }
+    func waitUntilFinished() { finished.wait() }
 
     /// The next picture will be encoded as a keyframe (called from any thread).
-    public func requestKeyframe() {
+    func requestKeyframe() {
         lock.lock()
         keyframeWanted = true
         lock.unlock()

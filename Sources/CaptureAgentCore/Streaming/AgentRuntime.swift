@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Shared
 public import Logging
 public import NIOCore
@@ -27,18 +27,18 @@ public struct AgentSettings: Sendable {
     /// Stop the (self-started) session after this many seconds.
     public var duration: Double?
     public var labels: [Label]
-    public var fastFiles: Bool
+    var fastFiles: Bool
     /// Units between each source and its encoder.
-    public var videoQueueFrames: Int
-    public var audioQueueChunks: Int
+    var videoQueueFrames: Int
+    var audioQueueChunks: Int
     /// After a stop request, how long to wait for the server to confirm the closed session
     /// before exiting anyway (with an error naming what was not acknowledged). Nanoseconds.
     public var stopTimeout: Int64
     /// When the agent's own certificate expires, so that a server's refusal of it can name the
     /// date; nil with a bearer token.
-    public var certificateExpiry: Date?
+    var certificateExpiry: Date?
     /// Logged once the logger exists (a certificate close to its expiry).
-    public var startupWarnings: [String] = []
+    var startupWarnings: [String] = []
 
     public init(host: String, port: Int, tls: TLSConfiguration, tlsHostname: String?, agentID: Identifier,
                 bearerToken: String? = nil, sources: [SourceSpec], video: VideoEncodingSettings = .init(),
@@ -69,16 +69,16 @@ public struct AgentSettings: Sendable {
 }
 
 /// Why the agent stopped with an error.
-public struct AgentRuntimeError: Error, Sendable, CustomStringConvertible {
-    public var message: String
+struct AgentRuntimeError: Error, Sendable, CustomStringConvertible {
+    var message: String
     /// The process exit status: 1, or ``ConnectionFailure/permanentExitCode`` for a refusal
     /// that retrying cannot fix.
-    public var exitCode: Int32
-    public init(_ message: String, exitCode: Int32 = 1) {
+    var exitCode: Int32
+    init(_ message: String, exitCode: Int32 = 1) {
         self.message = message
         self.exitCode = exitCode
     }
-    public var description: String { message }
+    var description: String { message }
 }
 
 /// The running agent: one TLS connection (re-established as needed), the capture
@@ -510,21 +510,21 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
 
     // MARK: PipelineSink (pipeline threads)
 
-    public func pipelineProduced(_ sample: EncodedSample) {
+    func pipelineProduced(_ sample: EncodedSample) {
         eventLoop.execute { [self] in
             perform(machine.enqueue(sample, now: clock.now()))
             pumpSoon()
         }
     }
 
-    public func pipelineDropped(track: UInt8, count: Int, reason: DropReport.Reason) {
+    func pipelineDropped(track: UInt8, count: Int, reason: DropReport.Reason) {
         eventLoop.execute { [self] in
             machine.recordDrop(track: track, reason: reason, count: count)
             pump()
         }
     }
 
-    public func pipelineEnded(track: UInt8, reason: TrackEnd.Reason, message: String) {
+    func pipelineEnded(track: UInt8, reason: TrackEnd.Reason, message: String) {
         eventLoop.execute { [self] in
             if reason == .error {
                 logger.error("track \(track) ended with an error: \(message)")

@@ -22,8 +22,8 @@ public struct AgentStateMachine: Sendable {
         public var bufferLimits: ResendBuffer.Limits
         public var backoff: ReconnectBackoff
         /// Used until the server announces its own (protocol.md §7.4).
-        public var defaultHeartbeatInterval: Int64
-        public var defaultIdleTimeout: Int64
+        var defaultHeartbeatInterval: Int64
+        var defaultIdleTimeout: Int64
 
         public init(agentID: Identifier, softwareVersion: String = "capture-agent/1.0", bearerToken: String? = nil,
                     capabilities: Capabilities = .all, bufferLimits: ResendBuffer.Limits = .init(),
@@ -112,11 +112,11 @@ public struct AgentStateMachine: Sendable {
     /// server's clock is ahead of ours, nanoseconds.
     /// Samples the server refused to store (`sampleRefused`, protocol.md §6.12): each ended
     /// its session before it.
-    public private(set) var samplesRefused = 0
+    private(set) var samplesRefused = 0
     /// The session the server ended with a session-scoped error; its `SessionClosed` follows.
     private var endedByServer: SessionID?
-    public private(set) var lastRoundTrip: Int64?
-    public private(set) var lastClockOffset: Int64?
+    private(set) var lastRoundTrip: Int64?
+    private(set) var lastClockOffset: Int64?
 
     public init(configuration: Configuration, random: any RandomNumberGenerator & Sendable) {
         self.configuration = configuration
@@ -164,7 +164,7 @@ public struct AgentStateMachine: Sendable {
     }
 
     /// A decoding error on our side: tell the server and close (protocol.md §8).
-    public mutating func protocolViolation(_ error: ProtocolError, now: Int64) -> [Action] {
+    mutating func protocolViolation(_ error: ProtocolError, now: Int64) -> [Action] {
         var actions: [Action] = [.log(.error, "protocol error from server: \(error)")]
         actions.append(send(.error(ErrorReport(error)), now))
         actions.append(.closeConnection(reason: "\(error)"))
@@ -391,7 +391,7 @@ public struct AgentStateMachine: Sendable {
         return actions
     }
 
-    public mutating func recordDrop(track: UInt8, reason: DropReport.Reason, count: Int) {
+    mutating func recordDrop(track: UInt8, reason: DropReport.Reason, count: Int) {
         guard session != nil, count > 0 else { return }
         session!.buffer.recordDrop(track: track, reason: reason, count: count)
     }

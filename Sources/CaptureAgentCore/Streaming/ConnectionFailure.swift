@@ -1,29 +1,29 @@
-public import Foundation
+import Foundation
 import RecordingTLS
-public import Shared
+import Shared
 
 /// A failed connection attempt in an operator's words: the cause, what to do, and whether
 /// trying again can help. Library errors (BoringSSL's reason codes, NIO's socket errors) are
 /// recognised by their stable names and never shown raw: they carry build paths and debug
 /// notation that mean nothing to the person reading the journal.
-public struct ConnectionFailure: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+struct ConnectionFailure: Sendable, Equatable {
+    enum Kind: Sendable, Equatable {
         /// The server is down, restarting or unreachable for now: reconnect with backoff.
         case transient
         /// The server refuses this agent, or is not an MCRP server: retrying cannot help.
         case permanent
     }
 
-    public var kind: Kind
-    public var message: String
+    var kind: Kind
+    var message: String
 
     /// The exit status of an agent stopped by a permanent refusal (sysexits' EX_NOPERM); the
     /// systemd unit does not restart on it.
-    public static let permanentExitCode: Int32 = 77
+    static let permanentExitCode: Int32 = 77
 
     /// Classifies an error from connecting or from the TLS layer. `certificateExpiry` is when
     /// the agent's own certificate expires, named when the server refuses it as expired.
-    public static func describe(_ error: any Error, host: String, port: Int, certificateExpiry: Date? = nil) -> ConnectionFailure {
+    static func describe(_ error: any Error, host: String, port: Int, certificateExpiry: Date? = nil) -> ConnectionFailure {
         let raw = String(describing: error)
         let server = "\(host):\(port)"
         func has(_ names: String...) -> Bool { names.contains { raw.contains($0) } }
@@ -70,7 +70,7 @@ public struct ConnectionFailure: Sendable, Equatable {
     }
 
     /// Classifies an Error the server sent during the handshake.
-    public static func describe(refusal report: ErrorReport) -> ConnectionFailure {
+    static func describe(refusal report: ErrorReport) -> ConnectionFailure {
         switch report.code {
         case .authenticationFailed:
             return .init(kind: .permanent, message: "the server refused this agent: \(report.message) (is the certificate revoked, "

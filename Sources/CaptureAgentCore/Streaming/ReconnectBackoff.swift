@@ -24,7 +24,7 @@ public struct ReconnectBackoff: Sendable, Equatable {
     }
 
     /// The delay before the next attempt; each call counts an attempt.
-    public mutating func nextDelay(using random: inout some RandomNumberGenerator) -> Int64 {
+    mutating func nextDelay(using random: inout some RandomNumberGenerator) -> Int64 {
         let c = ceiling
         attempt += 1
         let half = c / 2

@@ -1,6 +1,6 @@
 import DequeModule
 import NIOCore
-public import WireProtocol
+import WireProtocol
 
 /// Everything of one session the server has not acknowledged yet, bounded by bytes and
 /// by the time span it covers (protocol.md §7.3).
@@ -24,9 +24,9 @@ public struct ResendBuffer: Sendable {
     /// The configurable bounds.
     public struct Limits: Sendable, Equatable {
         /// Bytes of sample data (plus the 34-byte sample header) kept.
-        public var maxBytes: Int
+        var maxBytes: Int
         /// Nanoseconds between the oldest and the newest kept sample.
-        public var maxDuration: Int64
+        var maxDuration: Int64
 
         public init(maxBytes: Int = 512 * 1024 * 1024, maxDuration: Int64 = 300_000_000_000) {
             self.maxBytes = maxBytes
@@ -35,12 +35,12 @@ public struct ResendBuffer: Sendable {
     }
 
     /// A message ready to send.
-    public enum Outgoing: Sendable, Equatable {
+    enum Outgoing: Sendable, Equatable {
         case sample(Sample)
         case trackEnd(TrackEnd)
         case dropReport(DropReport)
 
-        public var message: Message {
+        var message: Message {
             switch self {
             case .sample(let s): .sample(s)
             case .trackEnd(let t): .trackEnd(t)
@@ -50,12 +50,12 @@ public struct ResendBuffer: Sendable {
     }
 
     /// What appending a sample caused.
-    public struct AppendResult: Sendable, Equatable {
+    struct AppendResult: Sendable, Equatable {
         /// Samples dropped to stay within the limits, per track.
-        public var dropped: [UInt8: Int] = [:]
+        var dropped: [UInt8: Int] = [:]
         /// Video tracks whose encoder should produce a keyframe now.
-        public var keyframeRequests: Set<UInt8> = []
-        public var droppedAny: Bool { !dropped.isEmpty }
+        var keyframeRequests: Set<UInt8> = []
+        var droppedAny: Bool { !dropped.isEmpty }
     }
 
     private enum LogEntry: Sendable {
@@ -70,7 +70,7 @@ public struct ResendBuffer: Sendable {
         case drop(track: UInt8, reason: DropReport.Reason, count: Int)
     }
 
-    public let limits: Limits
+    let limits: Limits
     private let videoTracks: Set<UInt8>
     /// Sent and not yet acknowledged, oldest first; acknowledged entries leave from the front.
     private var log = Deque<LogEntry>()
@@ -84,13 +84,13 @@ public struct ResendBuffer: Sendable {
     /// Highest sequence number the server acknowledged.
     public private(set) var acknowledged: UInt64 = 0
     /// Last sequence number assigned (0 = none yet). `SessionClose.finalSequence`.
-    public private(set) var lastSequence: UInt64 = 0
+    private(set) var lastSequence: UInt64 = 0
     /// Bytes currently held (samples of log and pending, with their headers).
-    public private(set) var byteCount = 0
+    private(set) var byteCount = 0
     /// Samples dropped because of the limits, over the whole session.
-    public private(set) var overflowDrops = 0
+    private(set) var overflowDrops = 0
 
-    public init(limits: Limits, videoTracks: Set<UInt8> = []) {
+    init(limits: Limits, videoTracks: Set<UInt8> = []) {
         self.limits = limits
         self.videoTracks = videoTracks
     }
@@ -101,20 +101,20 @@ public struct ResendBuffer: Sendable {
     }
 
     /// Samples not sent yet.
-    public var pendingSampleCount: Int {
+    var pendingSampleCount: Int {
         pending.reduce(0) { n, e in if case .sample = e { n + 1 } else { n } }
     }
 
     /// Something is waiting to be (re)sent.
-    public var hasOutgoing: Bool { cursor < log.count || !pending.isEmpty }
+    var hasOutgoing: Bool { cursor < log.count || !pending.isEmpty }
 
     /// The server holds everything: nothing unacknowledged, nothing pending.
-    public var isDrained: Bool { !hasOutgoing && acknowledged == lastSequence }
+    var isDrained: Bool { !hasOutgoing && acknowledged == lastSequence }
 
     // MARK: Input
 
     /// Adds a new sample (not yet sent) and enforces the limits.
-    public mutating func append(_ sample: EncodedSample) -> AppendResult {
+    mutating func append(_ sample: EncodedSample) -> AppendResult {
         pending.append(.sample(sample))
         byteCount += Self.size(sample.data)
         newestPTS = max(newestPTS ?? sample.pts, sample.pts)
@@ -128,13 +128,13 @@ public struct ResendBuffer: Sendable {
 
     /// Records samples dropped before they reached the buffer (at the source, by the
     /// encoder); they are reported at this point of the stream.
-    public mutating func recordDrop(track: UInt8, reason: DropReport.Reason, count: Int) {
+    mutating func recordDrop(track: UInt8, reason: DropReport.Reason, count: Int) {
         guard count > 0 else { return }
         appendDropMarker(track: track, reason: reason, count: count)
     }
 
     /// The track has ended; queued after its last sample.
-    public mutating func endTrack(_ end: TrackEnd) {
+    mutating func endTrack(_ end: TrackEnd) {
         pending.append(.trackEnd(end))
     }
 
@@ -142,7 +142,7 @@ public struct ResendBuffer: Sendable {
 
     /// The next message to send: first anything being resent, then pending entries (a
     /// pending sample gets the next sequence number here and moves into the log).
-    public mutating func nextOutgoing() -> Outgoing? {
+    mutating func nextOutgoing() -> Outgoing? {
         if cursor < log.count {
             let entry = log[cursor]
             cursor += 1
@@ -200,7 +200,7 @@ public struct ResendBuffer: Sendable {
     // MARK: Acknowledgement and resume
 
     /// The server made everything up to `sequence` durable: free it.
-    public mutating func acknowledge(_ sequence: UInt64) {
+    mutating func acknowledge(_ sequence: UInt64) {
         let sequence = min(sequence, lastSequence)
         guard sequence > acknowledged else { return }
         acknowledged = sequence
@@ -222,7 +222,7 @@ public struct ResendBuffer: Sendable {
 
     /// After `SessionAccepted(acknowledged:)` on a new connection: frees what the server
     /// has and rewinds so that everything after it is sent again, in order.
-    public mutating func resume(from serverAcknowledged: UInt64) {
+    mutating func resume(from serverAcknowledged: UInt64) {
         acknowledge(serverAcknowledged)
         cursor = 0
     }

@@ -1,29 +1,29 @@
-public import AdminModels
-public import Foundation
-public import Shared
+import AdminModels
+import Foundation
+import Shared
 
 // The live views are reported in the admin API's own types (AdminModels): the registry and
 // the sessions fill in exactly what `GET /v1/agents` and `GET /v1/sessions` publish.
 
 /// A connected agent, as the admin API shows it.
-public typealias ConnectedAgentInfo = ConnectedAgent
-public typealias OfflineAgentInfo = OfflineAgent
+typealias ConnectedAgentInfo = ConnectedAgent
+typealias OfflineAgentInfo = OfflineAgent
 /// What an agent said when it could not capture (protocol.md `captureFailed`).
-public typealias CaptureFailureInfo = CaptureFailure
+typealias CaptureFailureInfo = CaptureFailure
 /// A session being recorded, with its live per-track figures.
-public typealias LiveSessionInfo = LiveSession
+typealias LiveSessionInfo = LiveSession
 /// Live per-track figures of a session being recorded.
-public typealias LiveTrackInfo = LiveTrack
+typealias LiveTrackInfo = LiveTrack
 
-public struct HealthInfo: Codable, Sendable, Equatable {
-    public var status: String
-    public var version: String
-    public var uptimeSeconds: Double
-    public var connectedAgents: Int
-    public var liveSessions: Int
-    public var dataDirectory: String
-    public var freeBytes: Int64
-    public init(status: String, version: String, uptimeSeconds: Double, connectedAgents: Int, liveSessions: Int,
+struct HealthInfo: Codable, Sendable, Equatable {
+    var status: String
+    var version: String
+    var uptimeSeconds: Double
+    var connectedAgents: Int
+    var liveSessions: Int
+    var dataDirectory: String
+    var freeBytes: Int64
+    init(status: String, version: String, uptimeSeconds: Double, connectedAgents: Int, liveSessions: Int,
                 dataDirectory: String, freeBytes: Int64) {
         self.status = status
         self.version = version
@@ -36,13 +36,13 @@ public struct HealthInfo: Codable, Sendable, Equatable {
 }
 
 /// Why a control request failed, mapped to an HTTP status by the admin API.
-public struct AdminError: Error, Sendable, Equatable {
-    public enum Kind: String, Sendable { case notFound, conflict, badRequest, unavailable }
-    public var kind: Kind
-    public var message: String
+struct AdminError: Error, Sendable, Equatable {
+    enum Kind: String, Sendable { case notFound, conflict, badRequest, unavailable }
+    var kind: Kind
+    var message: String
     /// The session the error is about, for a client to act on (a `conflict` with a running one).
-    public var sessionID: String?
-    public init(_ kind: Kind, _ message: String, sessionID: String? = nil) {
+    var sessionID: String?
+    init(_ kind: Kind, _ message: String, sessionID: String? = nil) {
         self.kind = kind
         self.message = message
         self.sessionID = sessionID
@@ -51,7 +51,7 @@ public struct AdminError: Error, Sendable, Equatable {
 
 /// Everything the admin API can ask of the running server. The ingest side implements it;
 /// the admin HTTP layer only translates.
-public protocol AdminBackend: Sendable {
+protocol AdminBackend: Sendable {
     func health() async -> HealthInfo
     func connectedAgents() async -> [ConnectedAgentInfo]
     /// Every agent the catalog has seen (connected now or not): `unavailable` when it cannot be read.
@@ -79,15 +79,15 @@ public protocol AdminBackend: Sendable {
 
 /// What an export or a stream of a session reads: its files, whether it is still recording,
 /// and when it started (wall times in a request are taken relative to it).
-public struct ExportSources: Sendable, Equatable {
-    public var sessionID: String
-    public var agentID: String
-    public var startedAt: Date
+struct ExportSources: Sendable, Equatable {
+    var sessionID: String
+    var agentID: String
+    var startedAt: Date
     /// Still recording: its files grow, and a stream of it waits for more.
-    public var isLive: Bool
-    public var sources: [SessionExport.Source]
+    var isLive: Bool
+    var sources: [SessionExport.Source]
 
-    public init(sessionID: String, agentID: String, startedAt: Date, isLive: Bool, sources: [SessionExport.Source]) {
+    init(sessionID: String, agentID: String, startedAt: Date, isLive: Bool, sources: [SessionExport.Source]) {
         self.sessionID = sessionID
         self.agentID = agentID
         self.startedAt = startedAt

@@ -1,8 +1,8 @@
-public import Hummingbird
+import Hummingbird
 import HummingbirdTLS
-public import Logging
+import Logging
 import NIOCore
-public import NIOSSL
+import NIOSSL
 
 /// The admin HTTP API of `record-server` (docs/admin-api.md): status, control of agents'
 /// sessions, the recordings catalog and the Prometheus `/metrics` page.
@@ -15,16 +15,16 @@ public import NIOSSL
 /// ```
 /// or on its own with ``run()``. Either way ``waitUntilRunning()`` returns the bound port once
 /// the listener is up (useful with port 0).
-public struct AdminServer: Sendable {
+struct AdminServer: Sendable {
     /// Loopback only by default: the API can start and delete recordings, so exposing it on a
     /// network interface must be an explicit choice.
-    public static let defaultHost = "127.0.0.1"
+    static let defaultHost = "127.0.0.1"
     /// Upper bound on a request body; the only body the API accepts is a small JSON object.
-    public static let maxBodyBytes = 64 * 1024
+    static let maxBodyBytes = 64 * 1024
 
-    public let host: String
+    let host: String
     /// The configured port (0 = any free port; see ``boundPort``).
-    public let port: Int
+    let port: Int
     private let token: BearerToken
     /// HTTPS when set (admin.tls); plain HTTP otherwise.
     private let tls: TLSConfiguration?
@@ -44,7 +44,7 @@ public struct AdminServer: Sendable {
     ///   - metrics: rendered at `GET /metrics`.
     ///   - logger: for the listener and one debug line per request (token and headers never logged).
     ///   - tls: serve HTTPS with this configuration (the console's cookie is then `Secure`).
-    public init(host: String = AdminServer.defaultHost, port: Int, token: String, backend: any AdminBackend,
+    init(host: String = AdminServer.defaultHost, port: Int, token: String, backend: any AdminBackend,
                 metrics: ServerMetrics, logger: Logger, tls: TLSConfiguration? = nil) {
         self.host = host
         self.port = port
@@ -61,7 +61,7 @@ public struct AdminServer: Sendable {
     /// Builds the Hummingbird application: a `Service`, so the lead can put it in a
     /// `ServiceGroup` (graceful shutdown then closes the listener and drains requests).
     /// Each call builds a fresh application sharing this server's ``boundPort`` record.
-    public func makeApplication() throws -> some ApplicationProtocol {
+    func makeApplication() throws -> some ApplicationProtocol {
         let listening = self.listening
         let logger = self.logger
         return Application(
@@ -93,7 +93,7 @@ public struct AdminServer: Sendable {
 
     /// Runs the API until the task is cancelled or the listener fails. Prefer adding
     /// ``makeApplication()`` to the server's `ServiceGroup`; this is for running it alone.
-    public func run() async throws {
+    func run() async throws {
         do {
             try await makeApplication().run()
         } catch {
@@ -104,20 +104,20 @@ public struct AdminServer: Sendable {
     }
 
     /// The port actually bound, or nil before the listener is up.
-    public var boundPort: Int? {
+    var boundPort: Int? {
         get async { await listening.port }
     }
 
     /// Suspends until the listener is up and returns its port. Throws ``AdminServerError/cancelled``
     /// if the waiting task is cancelled, and ``AdminServerError/stoppedBeforeListening`` if ``run()``
     /// ended first (when the application runs in a `ServiceGroup`, cancel the waiter on failure).
-    public func waitUntilRunning() async throws(AdminServerError) -> Int {
+    func waitUntilRunning() async throws(AdminServerError) -> Int {
         try await listening.wait()
     }
 }
 
 /// Why ``AdminServer/waitUntilRunning()`` returned without a port.
-public enum AdminServerError: Error, Sendable, Equatable {
+enum AdminServerError: Error, Sendable, Equatable {
     case cancelled
     case stoppedBeforeListening
 }

@@ -1,9 +1,9 @@
-public import AdminModels
+import AdminModels
 import NIOConcurrencyHelpers
 
 /// Takes server events without waiting: whatever it does with one (queue it for a webhook)
 /// must not block, since the registry and the sessions publish from their own turns.
-public protocol ServerEventSink: Sendable {
+protocol ServerEventSink: Sendable {
     func accept(_ event: ServerEvent)
 }
 
@@ -11,9 +11,9 @@ public protocol ServerEventSink: Sendable {
 /// with (the webhooks). Publishing never waits: each subscriber has its own buffer of the
 /// newest ``bufferedEvents`` events, and one that does not keep up loses the oldest — a slow or
 /// stalled client never slows ingest; a sink only queues.
-public final class EventBroadcaster: Sendable {
+final class EventBroadcaster: Sendable {
     /// What a subscriber reads: an event, or a reminder that the stream is alive.
-    public enum Item: Sendable, Equatable {
+    enum Item: Sendable, Equatable {
         case event(ServerEvent)
         /// Sent every ``keepAliveInterval`` (by the server's housekeeping), so that a proxy
         /// with an idle timeout (nginx: 60 s) does not cut a quiet stream.
@@ -26,8 +26,8 @@ public final class EventBroadcaster: Sendable {
     static let maxSubscribers = 64
 
     /// One subscriber's events, until ``finish()`` or the server's shutdown.
-    public final class Subscription: Sendable {
-        public let events: AsyncStream<Item>
+    final class Subscription: Sendable {
+        let events: AsyncStream<Item>
         private let continuation: AsyncStream<Item>.Continuation
 
         fileprivate init(events: AsyncStream<Item>, continuation: AsyncStream<Item>.Continuation) {
@@ -36,7 +36,7 @@ public final class EventBroadcaster: Sendable {
         }
 
         /// Ends the stream: its reader leaves its loop, the response ends.
-        public func finish() { continuation.finish() }
+        func finish() { continuation.finish() }
     }
 
     private struct State {
@@ -48,7 +48,7 @@ public final class EventBroadcaster: Sendable {
     private let state = NIOLockedValueBox(State())
     private let sinks: [any ServerEventSink]
 
-    public init(sinks: [any ServerEventSink] = []) {
+    init(sinks: [any ServerEventSink] = []) {
         self.sinks = sinks
     }
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import GRDB
 
 /// The recording catalog: agents, sessions, recordings (files) and tracks in SQLite, through
@@ -57,7 +57,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     }
 
     /// A fresh catalog in memory, for tests. Same schema and behaviour, nothing on disk.
-    public static func inMemory() throws(CatalogError) -> Catalog {
+    static func inMemory() throws(CatalogError) -> Catalog {
         let queue: DatabaseQueue
         do { queue = try DatabaseQueue() } catch {
             throw CatalogError(.openFailed, "cannot create an in-memory database", underlying: "\(error)")
@@ -90,7 +90,7 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     /// Inserts the agent or updates its address, version and last-seen time. `firstSeen`
     /// keeps the earliest value ever recorded, `lastSeen` the latest.
-    public func recordAgentSeen(_ agent: AgentRecord) throws(CatalogError) {
+    func recordAgentSeen(_ agent: AgentRecord) throws(CatalogError) {
         try write("record agent \(agent.id)") { db in
             try db.execute(sql: """
                 INSERT INTO agents (id, lastAddress, softwareVersion, firstSeen, lastSeen) VALUES (?, ?, ?, ?, ?)
@@ -113,7 +113,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     // MARK: Sessions
 
     /// Inserts a new session. - Throws: `.conflict` when the id already exists.
-    public func insertSession(_ session: SessionRecord) throws(CatalogError) {
+    func insertSession(_ session: SessionRecord) throws(CatalogError) {
         try write("insert session \(session.id)") { db in try session.insert(db) }
     }
 
@@ -124,7 +124,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     }
 
     /// Sets a session's status, end time, error and durable point. - Throws: `.notFound` for an unknown id.
-    public func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?,
+    func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?,
                               durableSequence: UInt64?) throws(CatalogError) {
         // SQLite integers are signed 64-bit; sequence numbers stay far below 2^63.
         let durable = durableSequence.map { Int64(clamping: $0) }
@@ -137,7 +137,7 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     /// Removes a session with its tracks and recordings (the caller deletes the files first):
     /// for a session that never recorded anything and so leaves nothing behind.
-    public func deleteSession(id: String) throws(CatalogError) {
+    func deleteSession(id: String) throws(CatalogError) {
         try write("delete session \(id)") { db in
             try db.execute(sql: "DELETE FROM tracks WHERE sessionID = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM recordings WHERE sessionID = ?", arguments: [id])
@@ -145,7 +145,7 @@ public final class Catalog: RecordingCatalog, Sendable {
         }
     }
 
-    public func finishedSessionsWithStaleRows() throws(CatalogError) -> [SessionRecord] {
+    func finishedSessionsWithStaleRows() throws(CatalogError) -> [SessionRecord] {
         try read("list finished sessions with stale rows") { db in
             try SessionRecord.fetchAll(db, sql: """
                 SELECT * FROM sessions s WHERE s.status NOT IN (?, ?) AND (
@@ -159,7 +159,7 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     /// Sessions still marked `recording`, oldest first: after a crash these wait for their
     /// agents to resume them or for recovery.
-    public func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
+    func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
         try read("list unfinished sessions") { db in
             try SessionRecord.fetchAll(db, sql: "SELECT * FROM sessions WHERE status = ? ORDER BY createdAt, id",
                                        arguments: [RecordingStatus.recording.rawValue])
@@ -169,7 +169,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     // MARK: Recordings
 
     /// Inserts the recording or replaces every field of the row with the same id.
-    public func upsertRecording(_ recording: RecordingRecord) throws(CatalogError) {
+    func upsertRecording(_ recording: RecordingRecord) throws(CatalogError) {
         try write("save recording \(recording.id)") { db in try recording.upsert(db) }
     }
 
@@ -227,7 +227,7 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     /// Removes the row; the caller deletes the file first. Deleting an id that is not there
     /// is not an error, so a retried deletion succeeds.
-    public func deleteRecording(id: String) throws(CatalogError) {
+    func deleteRecording(id: String) throws(CatalogError) {
         try write("delete recording \(id)") { db in
             try db.execute(sql: "DELETE FROM recordings WHERE id = ?", arguments: [id])
         }
@@ -236,7 +236,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     // MARK: Retention support
 
     /// The sum of `sizeBytes` over every recording, live ones included: the disk they occupy.
-    public func totalRecordingBytes() throws(CatalogError) -> Int64 {
+    func totalRecordingBytes() throws(CatalogError) -> Int64 {
         try read("sum recording sizes") { db in
             try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(sizeBytes), 0) FROM recordings") ?? 0
         }
@@ -245,7 +245,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     /// Finished recordings (any status but `recording`), oldest first: by `createdAt`, then
     /// session and segment, so a session's segments go in order. `offset` skips rows the
     /// caller decided to keep, for paging through a pass that deletes as it goes.
-    public func oldestFinishedRecordings(limit: Int, offset: Int = 0) throws(CatalogError) -> [RecordingRecord] {
+    func oldestFinishedRecordings(limit: Int, offset: Int = 0) throws(CatalogError) -> [RecordingRecord] {
         try read("list finished recordings") { db in
             try RecordingRecord.fetchAll(db, sql: """
                 SELECT * FROM recordings WHERE status <> ?
@@ -257,7 +257,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     // MARK: Tracks
 
     /// Inserts the track or replaces the row with the same session and track id.
-    public func upsertTrack(_ track: TrackRecord) throws(CatalogError) {
+    func upsertTrack(_ track: TrackRecord) throws(CatalogError) {
         try write("save track \(track.trackID) of session \(track.sessionID)") { db in try track.upsert(db) }
     }
 

@@ -2,7 +2,7 @@
 /// type with a stable `code` and a message that names the operation; the SQLite text is kept
 /// in `underlying` for logs.
 public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: String, Sendable, Equatable {
+    enum Code: String, Sendable, Equatable {
         /// The database file could not be created, opened or given its permissions.
         case openFailed
         /// The schema could not be brought up to date.
@@ -19,13 +19,13 @@ public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible 
         case queryFailed
     }
 
-    public var code: Code
+    var code: Code
     /// What was being done, in words an operator can act on.
-    public var message: String
+    var message: String
     /// The wrapped error's description, if any.
-    public var underlying: String?
+    var underlying: String?
 
-    public init(_ code: Code, _ message: String, underlying: String? = nil) {
+    init(_ code: Code, _ message: String, underlying: String? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying

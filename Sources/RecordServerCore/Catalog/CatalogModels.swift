@@ -7,12 +7,12 @@ public typealias RecordingStatus = AdminModels.RecordingStatus
 public typealias TrackStatus = AdminModels.TrackStatus
 
 public struct AgentRecord: Codable, Sendable, Equatable {
-    public var id: String
-    public var lastAddress: String
-    public var softwareVersion: String
-    public var firstSeen: Date
-    public var lastSeen: Date
-    public init(id: String, lastAddress: String, softwareVersion: String, firstSeen: Date, lastSeen: Date) {
+    var id: String
+    var lastAddress: String
+    var softwareVersion: String
+    var firstSeen: Date
+    var lastSeen: Date
+    init(id: String, lastAddress: String, softwareVersion: String, firstSeen: Date, lastSeen: Date) {
         self.id = id
         self.lastAddress = lastAddress
         self.softwareVersion = softwareVersion
@@ -22,20 +22,20 @@ public struct AgentRecord: Codable, Sendable, Equatable {
 }
 
 public struct SessionRecord: Codable, Sendable, Equatable {
-    public var id: String
+    var id: String
     public var agentID: String
-    public var labels: [String: String]
+    var labels: [String: String]
     public var status: RecordingStatus
-    public var createdAt: Date
-    public var endedAt: Date?
+    var createdAt: Date
+    var endedAt: Date?
     public var error: String?
     /// The session's storage directory (derived from validated ids only).
     public var directory: String
     /// The last sequence number stored, once the session finished and said so to its agent
     /// in `SessionClosed`: a resume that finds the session finished gets the same answer.
     /// Nil while it records, and for sessions finished by recovery or cancelled.
-    public var durableSequence: UInt64?
-    public init(id: String, agentID: String, labels: [String: String], status: RecordingStatus, createdAt: Date,
+    var durableSequence: UInt64?
+    init(id: String, agentID: String, labels: [String: String], status: RecordingStatus, createdAt: Date,
                 endedAt: Date? = nil, error: String? = nil, directory: String, durableSequence: UInt64? = nil) {
         self.id = id
         self.agentID = agentID
@@ -120,9 +120,9 @@ public struct TrackRecord: Codable, Sendable, Equatable {
 public struct RecordingFilter: Sendable, Equatable {
     /// Files of sessions labelled `key` (any value), or `key=value` when a value is given.
     public struct LabelMatch: Sendable, Equatable {
-        public var key: String
-        public var value: String?
-        public init(key: String, value: String?) {
+        var key: String
+        var value: String?
+        init(key: String, value: String?) {
             self.key = key
             self.value = value
         }
@@ -147,7 +147,7 @@ public struct RecordingFilter: Sendable, Equatable {
 
 /// What the ingest side needs from the catalog. Implemented by `Catalog` (SQLite via GRDB).
 /// Every call is synchronous and quick (small rows); callers are actors off the event loop.
-public protocol RecordingCatalog: Sendable {
+protocol RecordingCatalog: Sendable {
     func recordAgentSeen(_ agent: AgentRecord) throws
     func agents() throws -> [AgentRecord]
 
@@ -176,7 +176,7 @@ public protocol RecordingCatalog: Sendable {
 
 extension RecordingCatalog {
     /// Ends a session whose durable point is not known (recovered or cancelled).
-    public func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?) throws {
+    func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?) throws {
         try updateSession(id: id, status: status, endedAt: endedAt, error: error, durableSequence: nil)
     }
 }

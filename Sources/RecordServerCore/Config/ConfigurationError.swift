@@ -2,7 +2,7 @@
 /// file (`ingest.port`, `tls.certificate`) or the command-line value it came from; `message`
 /// says what is wrong and how to fix it.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Equatable {
+    enum Kind: String, Sendable, Equatable {
         /// The configuration file cannot be read.
         case unreadableFile
         /// The file is not valid JSON.
@@ -15,12 +15,12 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
         case invalidValue
     }
 
-    public var kind: Kind
+    var kind: Kind
     /// Dotted path of the setting (nil when the problem is the file as a whole).
-    public var field: String?
-    public var message: String
+    var field: String?
+    var message: String
 
-    public init(_ kind: Kind, field: String?, _ message: String) {
+    init(_ kind: Kind, field: String?, _ message: String) {
         self.kind = kind
         self.field = field
         self.message = message

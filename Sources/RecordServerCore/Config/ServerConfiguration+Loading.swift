@@ -5,27 +5,27 @@ extension ServerConfiguration {
     /// Values given on the command line; each non-nil one replaces the file's value.
     public struct Overrides: Sendable, Equatable {
         /// Ingest address, `host:port` (`[v6]:port` for IPv6).
-        public var listen: String?
+        var listen: String?
         /// Admin API address, `host:port`.
-        public var adminListen: String?
-        public var dataDirectory: String?
-        public var caCertificate: String?
-        public var certificate: String?
-        public var privateKey: String?
-        public var revocationList: String?
+        var adminListen: String?
+        var dataDirectory: String?
+        var caCertificate: String?
+        var certificate: String?
+        var privateKey: String?
+        var revocationList: String?
         /// Replaces both `admin.token` and `admin.tokenFile` (only one may be set).
-        public var adminToken: String?
+        var adminToken: String?
         /// Replaces both `admin.token` and `admin.tokenFile` (only one may be set).
-        public var adminTokenFile: String?
-        public var insecurePlaintext: Bool?
-        public var resumeWindowSeconds: Int?
-        public var logLevel: String?
+        var adminTokenFile: String?
+        var insecurePlaintext: Bool?
+        var resumeWindowSeconds: Int?
+        var logLevel: String?
         /// Replaces `admin.tls`.
-        public var adminTLS: Bool?
+        var adminTLS: Bool?
         /// Replaces `webhooks`: each `URL,secret-file=PATH[,events=TYPE+TYPE…]` (``Webhook/parse(_:field:)``).
-        public var webhooks: [String]?
+        var webhooks: [String]?
 
-        public init(listen: String? = nil, adminListen: String? = nil, dataDirectory: String? = nil, caCertificate: String? = nil,
+        init(listen: String? = nil, adminListen: String? = nil, dataDirectory: String? = nil, caCertificate: String? = nil,
                     certificate: String? = nil, privateKey: String? = nil, revocationList: String? = nil, adminToken: String? = nil,
                     adminTokenFile: String? = nil, insecurePlaintext: Bool? = nil, resumeWindowSeconds: Int? = nil, logLevel: String? = nil,
                     webhooks: [String]? = nil, adminTLS: Bool? = nil) {
@@ -134,7 +134,7 @@ extension ServerConfiguration {
     }
 
     /// Parses `host:port`, `[v6-address]:port`. `field` names the source in errors.
-    public static func parseAddress(_ text: String, field: String) throws(ConfigurationError) -> Listener {
+    static func parseAddress(_ text: String, field: String) throws(ConfigurationError) -> Listener {
         let host: Substring, portText: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {

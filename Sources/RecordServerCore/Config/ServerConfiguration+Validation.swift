@@ -156,7 +156,7 @@ extension ServerConfiguration {
 
     /// Reads `bearerTokens`: a JSON object mapping token → agent id. Every agent id must be a
     /// valid identifier and every token non-empty. Empty when no file is configured.
-    public func loadBearerTokens() throws(ConfigurationError) -> [String: String] {
+    func loadBearerTokens() throws(ConfigurationError) -> [String: String] {
         guard let file = bearerTokens else { return [:] }
         let text = try Self.readSecret(file, field: "bearerTokens")
         let mapping: [String: String]
@@ -176,18 +176,18 @@ extension ServerConfiguration {
     }
 
     /// The storage layout for `dataDirectory`.
-    public func storageLayout() throws(StorageError) -> StorageLayout {
+    func storageLayout() throws(StorageError) -> StorageLayout {
         try StorageLayout(dataDirectory: dataDirectory)
     }
 
     /// The retention settings as a policy (off unless a limit is set).
-    public var retentionPolicy: RetentionPolicy {
+    var retentionPolicy: RetentionPolicy {
         RetentionPolicy(maxAge: retention.maxAgeDays.map { $0 * 86_400 }, maxTotalBytes: retention.maxTotalBytes)
     }
 
     /// How sessions record, as the session layer takes it: the one derivation, used by the
     /// server (``RecordServer``) and tested (ConfigurationTests).
-    public var sessionSettings: SessionSettings {
+    var sessionSettings: SessionSettings {
         var settings = SessionSettings()
         settings.fragmentDuration = Int64((fragmentSeconds * 1e9).rounded())
         settings.durability = fsync == .fragment ? .fsyncEveryFragment : .none
@@ -200,7 +200,7 @@ extension ServerConfiguration {
     }
 
     /// What one agent connection may make the server hold or wait for.
-    public var ingestBudgets: IngestBudgets {
+    var ingestBudgets: IngestBudgets {
         var budgets = IngestBudgets()
         budgets.partialFrameBytes = partialFrameBudgetBytes
         budgets.minFrameBytesPerSecond = minFrameBytesPerSecond
@@ -208,7 +208,7 @@ extension ServerConfiguration {
     }
 
     /// `shutdownGraceSeconds` as a duration.
-    public var shutdownGrace: Duration { .milliseconds(Int64((shutdownGraceSeconds * 1000).rounded())) }
+    var shutdownGrace: Duration { .milliseconds(Int64((shutdownGraceSeconds * 1000).rounded())) }
 
     // MARK: Checks
 

@@ -7,14 +7,14 @@ extension ServerConfiguration {
     /// wants is posted to `url` as JSON, signed with the secret in `secretFile`.
     public struct Webhook: Codable, Sendable, Equatable {
         /// An `http` or `https` URL.
-        public var url: String
+        var url: String
         /// A file holding the signing secret (surrounding whitespace trimmed). A file rather
         /// than a value, so the secret is in neither the configuration nor the command line.
-        public var secretFile: String
+        var secretFile: String
         /// The event types to post (`session.started`, …); nil for every type.
-        public var events: [String]?
+        var events: [String]?
 
-        public init(url: String, secretFile: String, events: [String]? = nil) {
+        init(url: String, secretFile: String, events: [String]? = nil) {
             self.url = url
             self.secretFile = secretFile
             self.events = events
@@ -39,7 +39,7 @@ extension ServerConfiguration {
 
         /// The command line's form, `URL,secret-file=PATH[,events=TYPE+TYPE…]`. The options
         /// are read from the end, so a URL may hold commas of its own.
-        public static func parse(_ text: String, field: String) throws(ConfigurationError) -> Webhook {
+        static func parse(_ text: String, field: String) throws(ConfigurationError) -> Webhook {
             var parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             var secretFile: String?
             var events: [String]?
@@ -87,7 +87,7 @@ extension ServerConfiguration {
     }
 
     /// The webhook receivers as the server uses them, secrets read.
-    public func webhookTargets() throws(ConfigurationError) -> [WebhookTarget] {
+    func webhookTargets() throws(ConfigurationError) -> [WebhookTarget] {
         var targets: [WebhookTarget] = []
         for (n, webhook) in webhooks.enumerated() {
             let field = "webhooks[\(n)]"

@@ -20,8 +20,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     /// A TCP listening address.
     public struct Listener: Codable, Sendable, Equatable {
         /// An IP address or host name to bind (IPv6 without brackets here).
-        public var host: String
-        public var port: Int
+        var host: String
+        var port: Int
 
         public init(host: String, port: Int) {
             self.host = host
@@ -94,27 +94,27 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         /// Start a new file after this much media time.
         public var maxSeconds: Double?
         /// Start a new file once the current one reaches this size.
-        public var maxBytes: Int?
+        var maxBytes: Int?
 
-        public init(maxSeconds: Double? = nil, maxBytes: Int? = nil) {
+        init(maxSeconds: Double? = nil, maxBytes: Int? = nil) {
             self.maxSeconds = maxSeconds
             self.maxBytes = maxBytes
         }
     }
 
     /// Automatic deletion of finished recordings; off unless a limit is set.
-    public struct Retention: Codable, Sendable, Equatable {
-        public var maxAgeDays: Double?
-        public var maxTotalBytes: Int64?
+    struct Retention: Codable, Sendable, Equatable {
+        var maxAgeDays: Double?
+        var maxTotalBytes: Int64?
 
-        public init(maxAgeDays: Double? = nil, maxTotalBytes: Int64? = nil) {
+        init(maxAgeDays: Double? = nil, maxTotalBytes: Int64? = nil) {
             self.maxAgeDays = maxAgeDays
             self.maxTotalBytes = maxTotalBytes
         }
     }
 
     /// Where the configuration file is looked for when none is named.
-    public static let defaultPath = "/etc/record-server/record-server.json"
+    static let defaultPath = "/etc/record-server/record-server.json"
 
     /// Where agents connect.
     public var ingest = Listener(host: "0.0.0.0", port: 7443)
@@ -124,36 +124,36 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     public var tls = TLS()
     /// A JSON file mapping bearer token → agent id; used only when
     /// `tls.requireClientCertificate` is false.
-    public var bearerTokens: String?
+    var bearerTokens: String?
     /// Development only: agents connect over plain TCP, no TLS at all.
     public var insecurePlaintext = false
     /// How long a session whose agent disconnected waits for it to resume.
     public var resumeWindowSeconds = 60
     public var fsync = FsyncMode.fragment
     /// Longest fragment; at most this much media is lost in a crash.
-    public var fragmentSeconds: Double = 1
+    var fragmentSeconds: Double = 1
     public var segment = Segment()
     /// Concurrent recording sessions accepted.
     public var maxSessions = 64
     /// Concurrent sessions (live or waiting for a resume) one agent id may hold.
-    public var maxSessionsPerAgent = 4
+    var maxSessionsPerAgent = 4
     /// Bytes of partly received frames the server holds over all agent connections; a
     /// connection whose next bytes do not fit is closed with `budgetExhausted` (protocol.md §9).
-    public var partialFrameBudgetBytes = 256 << 20
+    var partialFrameBudgetBytes = 256 << 20
     /// The slowest a frame may arrive once begun: it must complete within 10 s + its length
     /// at this rate, or the connection is closed with `frameTooSlow` (protocol.md §9).
-    public var minFrameBytesPerSecond = 16_384
+    var minFrameBytesPerSecond = 16_384
     /// Bytes one session may have queued before ingest stops reading its connection
     /// (backpressure to the agent instead of unbounded memory).
-    public var sessionQueueBytes = 64 << 20
+    var sessionQueueBytes = 64 << 20
     /// How long a live (trickling) agent connection lets its bytes collect in the kernel
     /// before they are read: one wake-up per interval instead of one per sample. Adds at
     /// most this much to acknowledgement latency; a busy connection is read at once. 0 turns
     /// it off.
-    public var readCoalescingMillis = 200
+    var readCoalescingMillis = 200
     /// A failing track (bad samples) fails its whole session instead of only itself.
     public var failSessionOnTrackError = false
-    public var retention = Retention()
+    var retention = Retention()
     /// How long a shutdown waits for sessions to finish their files.
     public var shutdownGraceSeconds: Double = 10
     public var logLevel = Logger.Level.info

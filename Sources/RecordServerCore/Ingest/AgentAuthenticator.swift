@@ -6,18 +6,18 @@ import Shared
 
 /// Decides who an agent is: from its client certificate (mutual TLS, the default), or from
 /// a bearer token where client certificates are not used. Revoked certificates are refused.
-public struct AgentAuthenticator: Sendable {
-    public var requireClientCertificate: Bool
+struct AgentAuthenticator: Sendable {
+    var requireClientCertificate: Bool
     /// token → agent id, for deployments without client certificates.
-    public var bearerTokens: [String: String]
+    var bearerTokens: [String: String]
     /// Serial numbers (hex) of revoked agent certificates, fixed.
-    public var revokedSerials: Set<String>
+    var revokedSerials: Set<String>
     /// The revocation list file, re-read when it changes (`tls.revocationList`).
-    public var revocationFile: RevocationFile?
+    var revocationFile: RevocationFile?
     /// Development only: no TLS at all; the agent's claimed id is believed.
-    public var insecurePlaintext: Bool
+    var insecurePlaintext: Bool
 
-    public init(requireClientCertificate: Bool = true, bearerTokens: [String: String] = [:], revokedSerials: Set<String> = [],
+    init(requireClientCertificate: Bool = true, bearerTokens: [String: String] = [:], revokedSerials: Set<String> = [],
                 revocationFile: RevocationFile? = nil, insecurePlaintext: Bool = false) {
         self.requireClientCertificate = requireClientCertificate
         self.bearerTokens = bearerTokens

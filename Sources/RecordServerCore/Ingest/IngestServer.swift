@@ -1,28 +1,28 @@
-public import Logging
-public import NIOCore
+import Logging
+import NIOCore
 import NIOPosix
-public import NIOSSL
+import NIOSSL
 import RecordingTLS
-public import Shared
+import Shared
 import WireProtocolNIO
 
 /// The agent-facing listener: TCP + TLS 1.3 (mutual by default), then the framed protocol.
 /// One child task per connection; TLS is a decorator in the pipeline, so the protocol code
 /// never knows whether it is there.
-public struct IngestServer: Sendable {
-    public var host: String
-    public var port: Int
-    public var tls: TLSConfiguration?
-    public var authenticator: AgentAuthenticator
-    public var limits: ProtocolLimits
-    public var idleTimeout: Duration
-    public var serverID: Identifier
+struct IngestServer: Sendable {
+    var host: String
+    var port: Int
+    var tls: TLSConfiguration?
+    var authenticator: AgentAuthenticator
+    var limits: ProtocolLimits
+    var idleTimeout: Duration
+    var serverID: Identifier
     /// See `ServerConfiguration.readCoalescingMillis` and `ReadBatchingHandler`.
-    public var readCoalescing: Duration
+    var readCoalescing: Duration
     /// What a peer may make the server hold or wait for (protocol.md §9).
-    public var budgets: IngestBudgets
+    var budgets: IngestBudgets
 
-    public init(host: String, port: Int, tls: TLSConfiguration?, authenticator: AgentAuthenticator,
+    init(host: String, port: Int, tls: TLSConfiguration?, authenticator: AgentAuthenticator,
                 limits: ProtocolLimits = .default, idleTimeout: Duration = .seconds(30), serverID: Identifier = "record-server",
                 readCoalescing: Duration = .milliseconds(200), budgets: IngestBudgets = IngestBudgets()) {
         self.host = host
@@ -39,7 +39,7 @@ public struct IngestServer: Sendable {
     }
 
     /// Binds, reports the bound port, and serves until the task is cancelled.
-    public func run(registry: SessionRegistry, metrics: any IngestMetrics, logger: Logger, group: any EventLoopGroup,
+    func run(registry: SessionRegistry, metrics: any IngestMetrics, logger: Logger, group: any EventLoopGroup,
                     onBound: @Sendable (Int) -> Void) async throws {
         let sslContext = try tls.map { try NIOSSLContext(configuration: $0) }
         let limits = self.limits

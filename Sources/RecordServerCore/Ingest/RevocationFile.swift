@@ -1,7 +1,7 @@
 import Foundation
-public import Logging
+import Logging
 import NIOConcurrencyHelpers
-public import RecordingTLS
+import RecordingTLS
 
 /// The server's `tls.revocationList`, re-read whenever the file changes, so that
 /// `recordctl ca revoke` plus copying the file takes effect at the next connection, with no
@@ -12,7 +12,7 @@ public import RecordingTLS
 /// the new content cannot be read (a half-copied or malformed file), the previous list stays
 /// in force and the error is logged once for that version of the file. A revocation list
 /// must never fail open.
-public final class RevocationFile: Sendable {
+final class RevocationFile: Sendable {
     private struct Version: Equatable {
         var modified: timespec
         var size: Int64
@@ -27,13 +27,13 @@ public final class RevocationFile: Sendable {
         var version: Version?
     }
 
-    public let path: String
+    let path: String
     private let logger: Logger
     private let state: NIOLockedValueBox<State>
 
     /// Reads the file now. A missing file is an empty list, as at startup; a malformed one
     /// is an error here, so that the server refuses to start with it.
-    public init(path: String, logger: Logger) throws(RevocationListError) {
+    init(path: String, logger: Logger) throws(RevocationListError) {
         self.path = path
         self.logger = logger
         let version = Self.version(of: path)
@@ -42,7 +42,7 @@ public final class RevocationFile: Sendable {
     }
 
     /// The revoked serial numbers (normalised lowercase hex), re-read if the file changed.
-    public func serials() -> Set<String> {
+    func serials() -> Set<String> {
         let current = Self.version(of: path)
         return state.withLockedValue { state in
             guard current != state.version else { return state.serials }

@@ -3,9 +3,9 @@ import Prometheus
 
 /// The figures of one webhook target. Made once per target at start-up
 /// (``ServerMetrics/webhookMetrics(target:)``), so every series shows from the first scrape.
-public struct WebhookTargetMetrics: Sendable {
+struct WebhookTargetMetrics: Sendable {
     /// What happened to a delivery attempt or a queued delivery: the `result` label.
-    public enum Result: String, Sendable, CaseIterable {
+    enum Result: String, Sendable, CaseIterable {
         /// The target answered 2xx.
         case delivered
         /// An attempt failed and another follows after the backoff.
@@ -34,13 +34,13 @@ public struct WebhookTargetMetrics: Sendable {
 }
 
 extension ServerMetrics.Name {
-    public static let webhookDeliveries = "recordserver_webhook_deliveries_total"
-    public static let webhookQueueDepth = "recordserver_webhook_queue_depth"
+    static let webhookDeliveries = "recordserver_webhook_deliveries_total"
+    static let webhookQueueDepth = "recordserver_webhook_queue_depth"
 }
 
 extension ServerMetrics {
     /// The series of the target that metrics call `target` (``WebhookTarget/label``).
-    public func webhookMetrics(target: String) -> WebhookTargetMetrics {
+    func webhookMetrics(target: String) -> WebhookTargetMetrics {
         var results: [WebhookTargetMetrics.Result: Metrics.Counter] = [:]
         for result in WebhookTargetMetrics.Result.allCases {
             let labels = [("target", target), ("result", result.rawValue)]

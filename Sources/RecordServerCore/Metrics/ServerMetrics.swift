@@ -1,6 +1,6 @@
-public import Metrics
-public import Prometheus
-public import Shared
+import Metrics
+import Prometheus
+import Shared
 
 /// The server's metrics: one Prometheus registry, the swift-metrics factory that feeds it,
 /// and typed handles for everything ingest, sessions and storage report.
@@ -22,48 +22,48 @@ public import Shared
 /// Every method is thread-safe: the handlers lock internally.
 public final class ServerMetrics: IngestMetrics, Sendable {
     /// Where every metric of this instance lives; ``exposition()`` renders it.
-    public let registry: PrometheusCollectorRegistry
+    let registry: PrometheusCollectorRegistry
     /// A swift-metrics factory writing into ``registry``, for code that wants to make its own
     /// metrics (or for `MetricsSystem.bootstrap` in `main`, see above).
-    public let factory: PrometheusMetricsFactory
+    let factory: PrometheusMetricsFactory
 
     // MARK: Connections
 
     /// `recordserver_connections_open`: agent connections currently open (TCP accepted, not yet closed).
-    public let connectionsOpen: Metrics.Meter
+    let connectionsOpen: Metrics.Meter
     /// `recordserver_connections_accepted_total`: agent connections accepted at the TCP level.
-    public let connectionsAccepted: Metrics.Counter
+    let connectionsAccepted: Metrics.Counter
 
     // MARK: Sessions
 
     /// `recordserver_sessions_live`: sessions currently open (recording, detached or finalizing).
-    public let sessionsLive: Metrics.Meter
+    let sessionsLive: Metrics.Meter
     /// `recordserver_sessions_started_total`.
-    public let sessionsStarted: Metrics.Counter
+    let sessionsStarted: Metrics.Counter
 
     // MARK: Media
 
     /// `recordserver_fragments_written_total`: media fragments appended to recording files.
-    public let fragmentsWritten: Metrics.Counter
+    let fragmentsWritten: Metrics.Counter
     /// `recordserver_fragment_bytes_written_total`: bytes of those fragments (boxes included).
-    public let fragmentBytesWritten: Metrics.Counter
+    let fragmentBytesWritten: Metrics.Counter
     /// `recordserver_acks_sent_total`: acknowledgements sent to agents.
-    public let acksSent: Metrics.Counter
+    let acksSent: Metrics.Counter
     /// `recordserver_duplicate_samples_ignored_total`: samples received again after a resume and dropped.
-    public let duplicateSamplesIgnored: Metrics.Counter
+    let duplicateSamplesIgnored: Metrics.Counter
 
     // MARK: Storage
 
     /// `recordserver_fragment_write_seconds`: time to append one fragment to its file (histogram).
-    public let fragmentWriteLatency: Metrics.Timer
+    let fragmentWriteLatency: Metrics.Timer
     /// `recordserver_fsync_seconds`: time of one `fsync` of a recording file (histogram).
-    public let fsyncLatency: Metrics.Timer
+    let fsyncLatency: Metrics.Timer
     /// `recordserver_queue_bytes`: media bytes received but not yet durable, over all sessions.
-    public let queueBytes: Metrics.Meter
+    let queueBytes: Metrics.Meter
     /// `recordserver_catalog_write_failures_total`: catalog writes that failed (see CatalogWrites).
-    public let catalogWriteFailures: Metrics.Counter
+    let catalogWriteFailures: Metrics.Counter
     /// `recordserver_capture_failures_total`: starts refused by an agent whose source cannot capture.
-    public let captureFailures: Metrics.Counter
+    let captureFailures: Metrics.Counter
 
     // Labelled families. The label values that can occur are known up front (kinds, outcomes,
     // protocol codes), so their handles are made once here and looked up without locking.
@@ -81,31 +81,31 @@ public final class ServerMetrics: IngestMetrics, Sendable {
     static let mediaKinds = ["video", "audio", "other"]
 
     /// Metric names, in one place so the docs, the tests and the code agree.
-    public enum Name {
-        public static let connectionsOpen = "recordserver_connections_open"
-        public static let connectionsAccepted = "recordserver_connections_accepted_total"
-        public static let connectionsRefused = "recordserver_connections_refused_total"
-        public static let budgetRefusals = "recordserver_budget_refusals_total"
-        public static let sessionsLive = "recordserver_sessions_live"
-        public static let sessionsStarted = "recordserver_sessions_started_total"
-        public static let sessionsEnded = "recordserver_sessions_ended_total"
-        public static let ingestedBytes = "recordserver_ingested_bytes_total"
-        public static let ingestedSamples = "recordserver_ingested_samples_total"
-        public static let fragmentsWritten = "recordserver_fragments_written_total"
-        public static let fragmentBytesWritten = "recordserver_fragment_bytes_written_total"
-        public static let acksSent = "recordserver_acks_sent_total"
-        public static let protocolErrors = "recordserver_protocol_errors_total"
-        public static let duplicateSamplesIgnored = "recordserver_duplicate_samples_ignored_total"
-        public static let fragmentWriteSeconds = "recordserver_fragment_write_seconds"
-        public static let fsyncSeconds = "recordserver_fsync_seconds"
-        public static let queueBytes = "recordserver_queue_bytes"
-        public static let catalogWriteFailures = "recordserver_catalog_write_failures_total"
-        public static let captureFailures = "recordserver_capture_failures_total"
+    enum Name {
+        static let connectionsOpen = "recordserver_connections_open"
+        static let connectionsAccepted = "recordserver_connections_accepted_total"
+        static let connectionsRefused = "recordserver_connections_refused_total"
+        static let budgetRefusals = "recordserver_budget_refusals_total"
+        static let sessionsLive = "recordserver_sessions_live"
+        static let sessionsStarted = "recordserver_sessions_started_total"
+        static let sessionsEnded = "recordserver_sessions_ended_total"
+        static let ingestedBytes = "recordserver_ingested_bytes_total"
+        static let ingestedSamples = "recordserver_ingested_samples_total"
+        static let fragmentsWritten = "recordserver_fragments_written_total"
+        static let fragmentBytesWritten = "recordserver_fragment_bytes_written_total"
+        static let acksSent = "recordserver_acks_sent_total"
+        static let protocolErrors = "recordserver_protocol_errors_total"
+        static let duplicateSamplesIgnored = "recordserver_duplicate_samples_ignored_total"
+        static let fragmentWriteSeconds = "recordserver_fragment_write_seconds"
+        static let fsyncSeconds = "recordserver_fsync_seconds"
+        static let queueBytes = "recordserver_queue_bytes"
+        static let catalogWriteFailures = "recordserver_catalog_write_failures_total"
+        static let captureFailures = "recordserver_capture_failures_total"
     }
 
     /// Buckets for the storage latency histograms: a page-cache write takes well under a
     /// millisecond, an `fsync` on a busy disk can take seconds, so the range is wide.
-    public static let latencyBuckets: [Duration] = [
+    static let latencyBuckets: [Duration] = [
         .microseconds(100), .microseconds(250), .microseconds(500),
         .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
         .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
@@ -114,7 +114,7 @@ public final class ServerMetrics: IngestMetrics, Sendable {
 
     /// Creates a fresh registry with every metric at zero (labelled series included, so a
     /// scrape shows them before the first event).
-    public init() {
+    init() {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = Self.latencyBuckets
@@ -191,60 +191,60 @@ public final class ServerMetrics: IngestMetrics, Sendable {
     }
 
     /// The Prometheus text exposition (format 0.0.4) of every metric, for `GET /metrics`.
-    public func exposition() -> String {
+    func exposition() -> String {
         registry.emitToString()
     }
 
     // MARK: Typed conveniences
 
     /// Counts media received on a track of the given kind (`video`/`audio`, anything else is `other`).
-    public func ingested(kind: String, samples: Int = 1, bytes: Int) {
+    func ingested(kind: String, samples: Int = 1, bytes: Int) {
         let key = ingestedBytesByKind[kind] == nil ? "other" : kind
         ingestedSamplesByKind[key]?.increment(by: samples)
         ingestedBytesByKind[key]?.increment(by: bytes)
     }
 
     /// Records how long appending one fragment took.
-    public func recordFragmentWrite(_ duration: Duration) {
+    func recordFragmentWrite(_ duration: Duration) {
         fragmentWriteLatency.recordNanoseconds(duration.nanoseconds)
     }
 
     /// Records how long one `fsync` took.
-    public func recordFsync(_ duration: Duration) {
+    func recordFsync(_ duration: Duration) {
         fsyncLatency.recordNanoseconds(duration.nanoseconds)
     }
 
     /// Sets the number of bytes waiting to become durable.
-    public func setQueueBytes(_ bytes: Int) {
+    func setQueueBytes(_ bytes: Int) {
         queueBytes.set(bytes)
     }
 
-    public func catalogWriteFailed() {
+    func catalogWriteFailed() {
         catalogWriteFailures.increment()
     }
 
-    public func captureFailed() {
+    func captureFailed() {
         captureFailures.increment()
     }
 
-    public func queueBytesChanged(by delta: Int) {
+    func queueBytesChanged(by delta: Int) {
         if delta > 0 { queueBytes.increment(by: Double(delta)) } else if delta < 0 { queueBytes.decrement(by: Double(-delta)) }
     }
 
     // MARK: IngestMetrics
 
-    public func connectionOpened() {
+    func connectionOpened() {
         connectionsAccepted.increment()
         connectionsOpen.increment()
     }
 
-    public func connectionClosed() {
+    func connectionClosed() {
         connectionsOpen.decrement()
     }
 
     /// Reasons are normalised to `[a-z0-9_]`, at most 32 characters, so a stray message
     /// cannot become a label value; the registry returns the existing series for a known reason.
-    public func connectionRefused(reason: String) {
+    func connectionRefused(reason: String) {
         let label = Self.sanitizedLabel(reason)
         let handler = registry.makeCounter(
             descriptor: Self.descriptor(Name.connectionsRefused, "Agent connections refused, by reason."),
@@ -252,40 +252,40 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         handler.increment(by: Int64(1))
     }
 
-    public func budgetRefused(_ budget: String) {
+    func budgetRefused(_ budget: String) {
         budgetRefusals[budget]?.increment()
     }
 
-    public func sessionStarted() {
+    func sessionStarted() {
         sessionsStarted.increment()
         sessionsLive.increment()
     }
 
-    public func sessionEnded(outcome: RecordingStatus) {
+    func sessionEnded(outcome: RecordingStatus) {
         sessionsEndedByOutcome[outcome]?.increment()
         sessionsLive.decrement()
     }
 
-    public func sampleIngested(kind: String, bytes: Int) {
+    func sampleIngested(kind: String, bytes: Int) {
         ingested(kind: kind, samples: 1, bytes: bytes)
     }
 
-    public func fragmentWritten(bytes: Int, write: Duration, sync: Duration) {
+    func fragmentWritten(bytes: Int, write: Duration, sync: Duration) {
         fragmentsWritten.increment()
         fragmentBytesWritten.increment(by: bytes)
         recordFragmentWrite(write)
         if sync > .zero { recordFsync(sync) }
     }
 
-    public func ackSent() {
+    func ackSent() {
         acksSent.increment()
     }
 
-    public func duplicateIgnored() {
+    func duplicateIgnored() {
         duplicateSamplesIgnored.increment()
     }
 
-    public func error(code: ProtocolError.Code) {
+    func error(code: ProtocolError.Code) {
         (errorsByCode[code.rawValue] ?? errorsUnknownCode).increment()
     }
 

@@ -1,8 +1,8 @@
-public import Shared
+import Shared
 
 /// The figures ingest reports. `ServerMetrics` implements it with swift-metrics/Prometheus;
 /// tests may pass `NoMetrics`.
-public protocol IngestMetrics: Sendable {
+protocol IngestMetrics: Sendable {
     func connectionOpened()
     func connectionClosed()
     func connectionRefused(reason: String)
@@ -24,20 +24,20 @@ public protocol IngestMetrics: Sendable {
     func captureFailed()
 }
 
-public struct NoMetrics: IngestMetrics {
-    public init() {}
-    public func connectionOpened() {}
-    public func connectionClosed() {}
-    public func connectionRefused(reason: String) {}
-    public func budgetRefused(_ budget: String) {}
-    public func sessionStarted() {}
-    public func sessionEnded(outcome: RecordingStatus) {}
-    public func sampleIngested(kind: String, bytes: Int) {}
-    public func fragmentWritten(bytes: Int, write: Duration, sync: Duration) {}
-    public func ackSent() {}
-    public func duplicateIgnored() {}
-    public func error(code: ProtocolError.Code) {}
-    public func queueBytesChanged(by delta: Int) {}
-    public func catalogWriteFailed() {}
-    public func captureFailed() {}
+struct NoMetrics: IngestMetrics {
+    init() {}
+    func connectionOpened() {}
+    func connectionClosed() {}
+    func connectionRefused(reason: String) {}
+    func budgetRefused(_ budget: String) {}
+    func sessionStarted() {}
+    func sessionEnded(outcome: RecordingStatus) {}
+    func sampleIngested(kind: String, bytes: Int) {}
+    func fragmentWritten(bytes: Int, write: Duration, sync: Duration) {}
+    func ackSent() {}
+    func duplicateIgnored() {}
+    func error(code: ProtocolError.Code) {}
+    func queueBytesChanged(by delta: Int) {}
+    func catalogWriteFailed() {}
+    func captureFailed() {}
 }

@@ -1,20 +1,20 @@
-public import AdminModels
+import AdminModels
 import Foundation
 import Shared
 
 /// The admin API's view of the registry: live state from the actors, history from the catalog.
 extension SessionRegistry: AdminBackend {
-    public func health() async -> HealthInfo {
+    func health() async -> HealthInfo {
         HealthInfo(status: isShuttingDown ? "shutting_down" : "ok", version: ServerVersion.current,
                    uptimeSeconds: Date().timeIntervalSince(startedAt), connectedAgents: connectedAgentCount,
                    liveSessions: liveSessionCount, dataDirectory: dataDirectory, freeBytes: Self.freeBytes(dataDirectory))
     }
 
-    public func connectedAgents() async -> [ConnectedAgentInfo] {
+    func connectedAgents() async -> [ConnectedAgentInfo] {
         allAgentLinks().map(\.info).sorted { $0.id < $1.id }
     }
 
-    public func agentsSeen() async throws(AdminError) -> [OfflineAgent] {
+    func agentsSeen() async throws(AdminError) -> [OfflineAgent] {
         do {
             return try catalog.agents().map {
                 OfflineAgent(id: $0.id, lastAddress: $0.lastAddress, softwareVersion: $0.softwareVersion, firstSeen: $0.firstSeen, lastSeen: $0.lastSeen)
@@ -24,7 +24,7 @@ extension SessionRegistry: AdminBackend {
         }
     }
 
-    public func liveSessions() async -> [LiveSessionInfo] {
+    func liveSessions() async -> [LiveSessionInfo] {
         var result: [LiveSessionInfo] = []
         for session in allSessions() { result.append(await session.snapshot()) }
         return result.sorted { $0.startedAt < $1.startedAt }
@@ -33,7 +33,7 @@ extension SessionRegistry: AdminBackend {
     /// Sends a StartSession and returns the new session's id, or nil when the agent has not
     /// opened it within ``startWait``. An agent that refuses (a camera that does not open)
     /// is a `conflict` that names its reason.
-    public func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
+    func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
         // StartSession carries the labels, within the protocol's bounds: past them the command
         // could not be encoded and the agent would never hear of the start.
         let limits = ProtocolLimits.default
@@ -69,7 +69,7 @@ extension SessionRegistry: AdminBackend {
     /// Asks the agent to stop the session; with nobody to ask (the agent is away, or the
     /// session waits after a restart) the session finishes now, as the end of its resume
     /// window would finish it.
-    public func stopSession(id: String) async throws(AdminError) {
+    func stopSession(id: String) async throws(AdminError) {
         let session = try liveSession(id)
         guard let link = await agentAttached(to: session) else {
             await session.expire(as: .completed)
@@ -79,7 +79,7 @@ extension SessionRegistry: AdminBackend {
         await link.send(.stopSession(StopSession(sessionID: session.id)))
     }
 
-    public func cancelSession(id: String) async throws(AdminError) {
+    func cancelSession(id: String) async throws(AdminError) {
         let session = try liveSession(id)
         guard let link = await agentAttached(to: session) else {
             await session.cancel(reason: "cancelled by an operator")
@@ -96,11 +96,11 @@ extension SessionRegistry: AdminBackend {
         return agentLink(session.agentID)
     }
 
-    public func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord] {
+    func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord] {
         do { return try catalog.recordings(filter).map(Self.withDurableFigures) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
     }
 
-    public func recording(id: String) async throws(AdminError) -> (RecordingRecord, [TrackRecord]) {
+    func recording(id: String) async throws(AdminError) -> (RecordingRecord, [TrackRecord]) {
         let record: RecordingRecord?
         do { record = try catalog.recording(id: id) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
         guard let record else { throw AdminError(.notFound, "no recording \(id)") }
@@ -120,7 +120,7 @@ extension SessionRegistry: AdminBackend {
         return live
     }
 
-    public func deleteRecording(id: String) async throws(AdminError) {
+    func deleteRecording(id: String) async throws(AdminError) {
         let (record, _) = try await recording(id: id)
         guard !isLive(record.sessionID) else { throw AdminError(.conflict, "recording \(id) is still being written; stop or cancel its session first") }
         do {
@@ -139,7 +139,7 @@ extension SessionRegistry: AdminBackend {
         }
     }
 
-    public func finishedRecordingFile(id: String) async throws(AdminError) -> String {
+    func finishedRecordingFile(id: String) async throws(AdminError) -> String {
         let (record, _) = try await recording(id: id)
         guard record.status != .recording, !isLive(record.sessionID) else {
             throw AdminError(.conflict, "recording \(id) is still being written; it can be downloaded once session \(record.sessionID) has ended",
@@ -155,7 +155,7 @@ extension SessionRegistry: AdminBackend {
         return file
     }
 
-    public func exportSources(sessionID: String) async throws(AdminError) -> ExportSources {
+    func exportSources(sessionID: String) async throws(AdminError) -> ExportSources {
         let session: SessionRecord?
         let files: [RecordingRecord]
         do {
@@ -182,7 +182,7 @@ extension SessionRegistry: AdminBackend {
         return String(cString: resolved)
     }
 
-    public func subscribeEvents() async -> EventBroadcaster.Subscription? { events.subscribe() }
+    func subscribeEvents() async -> EventBroadcaster.Subscription? { events.subscribe() }
 
     private func liveSession(_ id: String) throws(AdminError) -> RecordingSession {
         guard let sid = try? SessionID(validating: id), let session = session(sid) else {
@@ -198,6 +198,6 @@ extension SessionRegistry: AdminBackend {
     }
 }
 
-public enum ServerVersion {
-    public static let current = "0.1.0"
+enum ServerVersion {
+    static let current = "0.1.0"
 }

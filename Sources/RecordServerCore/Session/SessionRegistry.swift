@@ -1,16 +1,16 @@
 import AdminModels
-public import Foundation
-public import Logging
+import Foundation
+import Logging
 import NIOCore
-public import Shared
+import Shared
 
 /// Where a session's files go: the storage layout decides, from validated ids only.
-public typealias SessionLocator = @Sendable (_ agentID: String, _ sessionID: SessionID, _ date: Date) throws -> (directory: String, baseName: String)
+typealias SessionLocator = @Sendable (_ agentID: String, _ sessionID: SessionID, _ date: Date) throws -> (directory: String, baseName: String)
 
 /// All sessions and connected agents of one server. Opens and resumes sessions, finds
 /// unfinished ones after a restart, sweeps the ones whose resume window passed, and serves
 /// the admin API. How a session finishes is the session's own business (``RecordingSession``).
-public actor SessionRegistry {
+actor SessionRegistry {
     /// A connected agent and how to send it commands.
     struct AgentLink: Sendable {
         let connection: UInt64
@@ -21,7 +21,7 @@ public actor SessionRegistry {
     /// Catalog reads and writes block (SQLite waits up to its busy timeout): the registry runs
     /// on a storage thread, not on the event loop of the connection that calls.
     private nonisolated let executor = StorageExecutor()
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let catalog: any RecordingCatalog
     /// What `GET /v1/events` streams and the webhooks post: agents coming and going, sessions
@@ -36,7 +36,7 @@ public actor SessionRegistry {
     private let maxSessions: Int
     private let maxSessionsPerAgent: Int
     /// Resume windows run on it (injected by tests; the continuous clock otherwise).
-    public nonisolated let clock: any ServerClock
+    nonisolated let clock: any ServerClock
     /// Every session not yet finished: recording, waiting for its agent to resume it, or
     /// found unfinished after a restart (dormant).
     private var sessions: [SessionID: RecordingSession] = [:]
@@ -50,9 +50,9 @@ public actor SessionRegistry {
     private var nextWaiter: UInt64 = 0
     /// How long an admin start waits for the agent's SessionOpen before answering without an id.
     static let startWait = Duration.seconds(10)
-    public private(set) var isShuttingDown = false
+    private(set) var isShuttingDown = false
 
-    public init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
+    init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
                 metrics: any IngestMetrics, logger: Logger, dataDirectory: String, clock: any ServerClock = SystemServerClock(),
                 events: EventBroadcaster = EventBroadcaster(), locate: @escaping SessionLocator) {
         self.catalog = catalog
@@ -72,7 +72,7 @@ public actor SessionRegistry {
         return nextConnection
     }
 
-    public var resumeWindow: Duration { settings.resumeWindow }
+    var resumeWindow: Duration { settings.resumeWindow }
 
     // MARK: Agents
 
@@ -262,7 +262,7 @@ public actor SessionRegistry {
 
     /// Sessions unfinished in the catalog (the server died while they recorded) wait for
     /// their agents for one resume window, then are finalized as recovered.
-    public func loadUnfinishedSessions() {
+    func loadUnfinishedSessions() {
         let unfinished: [SessionRecord]
         do { unfinished = try catalog.unfinishedSessions() } catch {
             logger.error("cannot read the unfinished sessions from the catalog; none will be resumed or recovered", metadata: ["error": "\(error)"])
@@ -323,10 +323,10 @@ public actor SessionRegistry {
     /// recovered when found after a restart). Called periodically. The check and the finish
     /// happen in one turn of the session's actor, so an agent resuming at that moment either
     /// gets its session back or finds it finished, never a session finalized under it.
-    public func sweep() async { await sweep(now: clock.now) }
+    func sweep() async { await sweep(now: clock.now) }
 
     /// ``sweep()`` as if it were `now`.
-    public func sweep(now: ContinuousClock.Instant) async {
+    func sweep(now: ContinuousClock.Instant) async {
         for session in sessions.values where await session.expireIfAbandoned(now) { await sessionEnded(session) }
         await retryCatalogWrites()
     }
@@ -351,7 +351,7 @@ public actor SessionRegistry {
     /// Graceful shutdown: refuse new sessions, tell the agents to resume later, and suspend
     /// every live session (``RecordingSession/suspend()``) so that they resume into the same
     /// files after the restart. A session its agent closed already is finalized as usual.
-    public func shutdown() async {
+    func shutdown() async {
         isShuttingDown = true
         // Event streams are open HTTP responses: they end now, so the admin listener can stop.
         events.finishAll()

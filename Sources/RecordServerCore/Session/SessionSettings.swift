@@ -1,19 +1,19 @@
-public import Shared
+import Shared
 
 /// How sessions record: what the server configuration decides for every muxer.
-public struct SessionSettings: Sendable {
-    public var fragmentDuration: Int64 = 1_000_000_000
-    public var durability: MuxerConfiguration.Durability = .fsyncEveryFragment
-    public var maxSegmentDuration: Int64?
-    public var maxSegmentBytes: Int?
+struct SessionSettings: Sendable {
+    var fragmentDuration: Int64 = 1_000_000_000
+    var durability: MuxerConfiguration.Durability = .fsyncEveryFragment
+    var maxSegmentDuration: Int64?
+    var maxSegmentBytes: Int?
     /// Per-session bound on samples queued for interleaving (bytes per track).
-    public var maxQueuedBytesPerTrack: Int = 64 << 20
+    var maxQueuedBytesPerTrack: Int = 64 << 20
     /// A track that fails (bad samples) fails the whole session instead of just itself.
-    public var failSessionOnTrackError = false
+    var failSessionOnTrackError = false
     /// How long a session whose agent went away waits for a resume.
-    public var resumeWindow: Duration = .seconds(60)
+    var resumeWindow: Duration = .seconds(60)
 
-    public init() {}
+    init() {}
 
     /// What decides a session's files, pinned when it opens and used again when it resumes,
     /// whatever the configuration says after a restart (issue 13, finding 2: a restart with

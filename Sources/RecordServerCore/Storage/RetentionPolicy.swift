@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// When finished recordings are deleted automatically. Both limits are off by default: a
 /// recording system must never lose footage the operator did not ask it to lose.
@@ -10,22 +10,22 @@ public import Foundation
 ///
 /// Recordings of a live session (`isLive(sessionID)`, which includes sessions waiting for
 /// their agent to resume) are never deleted, nor are recordings still being written.
-public struct RetentionPolicy: Sendable, Equatable {
+struct RetentionPolicy: Sendable, Equatable {
     /// Seconds; nil = no age limit.
-    public var maxAge: TimeInterval?
+    var maxAge: TimeInterval?
     /// Bytes; nil = no size limit.
-    public var maxTotalBytes: Int64?
+    var maxTotalBytes: Int64?
 
-    public init(maxAge: TimeInterval? = nil, maxTotalBytes: Int64? = nil) {
+    init(maxAge: TimeInterval? = nil, maxTotalBytes: Int64? = nil) {
         self.maxAge = maxAge
         self.maxTotalBytes = maxTotalBytes
     }
 
     /// Keeps everything.
-    public static let off = RetentionPolicy()
+    static let off = RetentionPolicy()
 
     /// Whether `apply` can delete anything at all.
-    public var isEnabled: Bool { maxAge != nil || maxTotalBytes != nil }
+    var isEnabled: Bool { maxAge != nil || maxTotalBytes != nil }
 
     /// Deletes what the policy says must go, oldest first: the file, then its catalog row.
     ///
@@ -40,7 +40,7 @@ public struct RetentionPolicy: Sendable, Equatable {
     /// - Returns: the deleted recordings, in deletion order, for the caller to log.
     /// - Throws: `RetentionError`; `deletedBeforeFailure` lists what was deleted before it.
     @discardableResult
-    public func apply(catalog: Catalog, storage: StorageLayout? = nil, now: Date,
+    func apply(catalog: Catalog, storage: StorageLayout? = nil, now: Date,
                       isLive: (String) -> Bool) throws(RetentionError) -> [RecordingRecord] {
         guard isEnabled else { return [] }
         var deleted: [RecordingRecord] = []
@@ -115,21 +115,21 @@ public struct RetentionPolicy: Sendable, Equatable {
 
 /// A retention pass that stopped part way. What it deleted before the failure is listed so
 /// the caller can still log every deletion.
-public struct RetentionError: Error, Sendable, CustomStringConvertible {
-    public enum Reason: Error, Sendable, Equatable {
+struct RetentionError: Error, Sendable, CustomStringConvertible {
+    enum Reason: Error, Sendable, Equatable {
         case catalog(CatalogError)
         case storage(StorageError)
     }
 
-    public var reason: Reason
-    public var deletedBeforeFailure: [RecordingRecord]
+    var reason: Reason
+    var deletedBeforeFailure: [RecordingRecord]
 
-    public init(_ reason: Reason, deletedBeforeFailure: [RecordingRecord]) {
+    init(_ reason: Reason, deletedBeforeFailure: [RecordingRecord]) {
         self.reason = reason
         self.deletedBeforeFailure = deletedBeforeFailure
     }
 
-    public var description: String {
+    var description: String {
         let cause: String
         switch reason {
         case .catalog(let error): cause = error.description

@@ -2,7 +2,7 @@ import Foundation
 
 /// Why the storage layer refused or failed an operation. Every case names the path or value
 /// involved, so a log line is enough to act on.
-public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
+enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An identifier that would become a path component broke the identifier rules
     /// (1…64 of `[A-Za-z0-9._-]`, starting with a letter or digit). `field` is "agentID" or "sessionID".
     case invalidIdentifier(field: String, value: String)
@@ -17,7 +17,7 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A file the server wrote holds something else than it should (a damaged disk, a hand edit).
     case damagedFile(path: String, reason: String)
 
-    public var description: String {
+    var description: String {
         switch self {
         case .invalidIdentifier(let field, let value):
             return "\(field) \"\(value)\" is not a valid identifier (1…64 of [A-Za-z0-9._-] starting with a letter or digit); " +

@@ -1,5 +1,5 @@
-public import Foundation
-public import Shared
+import Foundation
+import Shared
 
 /// Where record-server keeps its files, derived from one data directory:
 ///
@@ -24,26 +24,26 @@ public import Shared
 ///
 /// The remaining race (a link swapped in between the check and the use) needs write access to
 /// the data directory, which is 0700 and owned by the server's own user; we accept it.
-public struct StorageLayout: Sendable, Equatable {
+struct StorageLayout: Sendable, Equatable {
     /// The name the muxer gives the session's files: `<base>.mp4` or `<base>-0001.mp4`, ….
-    public static let baseName = "recording"
+    static let baseName = "recording"
     /// Subdirectory of the data directory that holds every recording.
-    public static let recordingsDirectoryName = "recordings"
+    static let recordingsDirectoryName = "recordings"
     /// File name of the catalog database in the data directory.
-    public static let catalogFileName = "catalog.sqlite"
+    static let catalogFileName = "catalog.sqlite"
 
     /// The data directory: absolute and lexically normalised (no `.`/`..`/empty components,
     /// no trailing slash), as configured; symbolic links in it are not resolved.
-    public let dataDirectory: String
+    let dataDirectory: String
 
     /// `<data>/recordings`.
-    public var recordingsDirectory: String { dataDirectory + "/" + Self.recordingsDirectoryName }
+    var recordingsDirectory: String { dataDirectory + "/" + Self.recordingsDirectoryName }
     /// `<data>/catalog.sqlite`.
-    public var catalogPath: String { dataDirectory + "/" + Self.catalogFileName }
+    var catalogPath: String { dataDirectory + "/" + Self.catalogFileName }
 
     /// - Throws: `.relativeDataDirectory` when `dataDirectory` does not start with `/`: a
     ///   relative path would depend on the working directory of whoever starts the server.
-    public init(dataDirectory: String) throws(StorageError) {
+    init(dataDirectory: String) throws(StorageError) {
         guard dataDirectory.hasPrefix("/") else { throw .relativeDataDirectory(path: dataDirectory) }
         self.dataDirectory = Self.normalise(dataDirectory)
     }
@@ -52,7 +52,7 @@ public struct StorageLayout: Sendable, Equatable {
 
     /// Creates the data directory (and missing parents) and `recordings/` with mode 0700.
     /// Existing directories keep their mode: the operator may have chosen a different one.
-    public func prepare() throws(StorageError) {
+    func prepare() throws(StorageError) {
         var path = ""
         for component in dataDirectory.split(separator: "/") {
             path += "/" + component
@@ -64,7 +64,7 @@ public struct StorageLayout: Sendable, Equatable {
 
     /// The session's directory, computed without touching the disk.
     /// - Throws: `.invalidIdentifier` naming the field when an id is unusable.
-    public func sessionDirectory(agentID: String, sessionID: String, date: Date) throws(StorageError) -> String {
+    func sessionDirectory(agentID: String, sessionID: String, date: Date) throws(StorageError) -> String {
         let components = try sessionComponents(agentID: agentID, sessionID: sessionID, date: date)
         return recordingsDirectory + "/" + components.joined(separator: "/")
     }
@@ -76,7 +76,7 @@ public struct StorageLayout: Sendable, Equatable {
     /// not recreated. `date` picks the UTC day folder, so pass the session's creation time.
     /// - Throws: `.invalidIdentifier` for a bad id; `.notADirectory` / `.outsideDataDirectory`
     ///   when a component on disk is a file or a symbolic link; `.systemCall` on I/O errors.
-    public func createSessionDirectory(agentID: String, sessionID: String, date: Date) throws(StorageError)
+    func createSessionDirectory(agentID: String, sessionID: String, date: Date) throws(StorageError)
         -> (directory: String, baseName: String) {
         let components = try sessionComponents(agentID: agentID, sessionID: sessionID, date: date)
         try prepare()
@@ -91,7 +91,7 @@ public struct StorageLayout: Sendable, Equatable {
 
     /// The same as `createSessionDirectory`, shaped for `SessionLocator`:
     /// `locate: { try layout.locate(agentID: $0, sessionID: $1, date: $2) }`.
-    public func locate(agentID: String, sessionID: SessionID, date: Date) throws(StorageError) -> (directory: String, baseName: String) {
+    func locate(agentID: String, sessionID: SessionID, date: Date) throws(StorageError) -> (directory: String, baseName: String) {
         try createSessionDirectory(agentID: agentID, sessionID: sessionID.value, date: date)
     }
 
@@ -101,7 +101,7 @@ public struct StorageLayout: Sendable, Equatable {
     /// - Returns: the resolved path.
     /// - Throws: `.outsideDataDirectory` when it does not.
     @discardableResult
-    public func resolvedInsideDataDirectory(_ path: String) throws(StorageError) -> String {
+    func resolvedInsideDataDirectory(_ path: String) throws(StorageError) -> String {
         let root = Self.realPath(dataDirectory) ?? dataDirectory
         let absolute = path.hasPrefix("/") ? Self.normalise(path) : Self.normalise(dataDirectory + "/" + path)
         // Find the deepest existing ancestor, resolve it, and re-append the missing tail.
@@ -126,7 +126,7 @@ public struct StorageLayout: Sendable, Equatable {
     /// `session.mcrp` sidecar) and then each now-empty directory up to `recordings/`. Anything
     /// unexpected in a directory keeps it (and its parents) in place; nothing is removed
     /// recursively, so a wrong path can never take more than empty directories with it.
-    public func removeSessionDirectoryIfEmpty(_ directory: String, leftovers: [String]) throws(StorageError) {
+    func removeSessionDirectoryIfEmpty(_ directory: String, leftovers: [String]) throws(StorageError) {
         let resolved = try resolvedInsideDataDirectory(directory)
         let recordingsRoot = Self.realPath(recordingsDirectory) ?? recordingsDirectory
         guard resolved.hasPrefix(recordingsRoot + "/") else { throw .outsideDataDirectory(path: directory, resolved: resolved) }
@@ -150,7 +150,7 @@ public struct StorageLayout: Sendable, Equatable {
     // MARK: Health
 
     /// Bytes available to the server's user on the data directory's file system.
-    public func freeBytes() throws(StorageError) -> Int64 {
+    func freeBytes() throws(StorageError) -> Int64 {
         var info = statvfs()
         guard statvfs(dataDirectory, &info) == 0 else { throw .systemCall(operation: "statvfs", path: dataDirectory, errno: errno) }
         return Int64(info.f_bavail) * Int64(info.f_frsize)
@@ -159,7 +159,7 @@ public struct StorageLayout: Sendable, Equatable {
     /// Proves the data directory accepts new files right now (not read-only, not full, right
     /// owner) by creating, writing, syncing and deleting a small probe file. The probe's name
     /// starts with a dot, which no identifier can, so it never collides with a recording.
-    public func checkWritable() throws(StorageError) {
+    func checkWritable() throws(StorageError) {
         let probe = dataDirectory + "/.write-check-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .systemCall(operation: "create", path: probe, errno: errno) }

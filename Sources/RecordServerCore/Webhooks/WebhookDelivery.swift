@@ -1,5 +1,5 @@
 import AdminModels
-public import Foundation
+import Foundation
 
 /// One event on its way to one target: the JSON the SSE stream sends as `data:`, and the id
 /// that stays the same over the retries.
@@ -10,10 +10,10 @@ struct WebhookDelivery: Sendable, Equatable {
 }
 
 /// One POST as the sender makes it; signed anew on every attempt, so its timestamp is fresh.
-public struct WebhookRequest: Sendable {
-    public let url: URL
-    public let headers: [(name: String, value: String)]
-    public let body: Data
+struct WebhookRequest: Sendable {
+    let url: URL
+    let headers: [(name: String, value: String)]
+    let body: Data
 
     init(delivery: WebhookDelivery, to target: WebhookTarget, at timestamp: Int64) {
         url = target.url
@@ -30,7 +30,7 @@ public struct WebhookRequest: Sendable {
 }
 
 /// What one attempt came to.
-public enum WebhookAttemptOutcome: Sendable, Equatable {
+enum WebhookAttemptOutcome: Sendable, Equatable {
     /// The target answered 2xx.
     case delivered
     /// Anything else: another status, no connection, no answer within the timeout. Retried.
@@ -38,24 +38,24 @@ public enum WebhookAttemptOutcome: Sendable, Equatable {
 }
 
 /// Makes one POST. The server's is ``HTTPWebhookSender``; tests inject their own.
-public protocol WebhookSender: Sendable {
+protocol WebhookSender: Sendable {
     func post(_ request: WebhookRequest, timeout: Duration) async -> WebhookAttemptOutcome
 }
 
 /// How hard delivery tries: the backoff doubles from `baseDelay` up to `maxDelay`; after
 /// `maxAttempts` failed attempts the delivery is given up.
-public struct WebhookRetryPolicy: Sendable, Equatable {
-    public var baseDelay: Duration
-    public var maxDelay: Duration
-    public var maxAttempts: Int
+struct WebhookRetryPolicy: Sendable, Equatable {
+    var baseDelay: Duration
+    var maxDelay: Duration
+    var maxAttempts: Int
     /// One attempt: connecting, sending and the answer's head.
-    public var requestTimeout: Duration
+    var requestTimeout: Duration
 
     /// 8 attempts over about two minutes (waits of 1, 2, 4, 8, 16, 32 and 60 s), 10 s each.
-    public static let standard = WebhookRetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(60), maxAttempts: 8,
+    static let standard = WebhookRetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(60), maxAttempts: 8,
                                                     requestTimeout: .seconds(10))
 
-    public init(baseDelay: Duration, maxDelay: Duration, maxAttempts: Int, requestTimeout: Duration) {
+    init(baseDelay: Duration, maxDelay: Duration, maxAttempts: Int, requestTimeout: Duration) {
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
         self.maxAttempts = maxAttempts

@@ -1,6 +1,6 @@
-public import AdminModels
+import AdminModels
 import Foundation
-public import Logging
+import Logging
 
 /// Posts server events to the configured webhook targets (docs/admin-api.md, "Webhooks").
 /// Taking an event only queues it, once per target that wants its type (``WebhookQueue``), so
@@ -8,12 +8,12 @@ public import Logging
 /// which posts its queue in order, one delivery at a time, retrying a failed one with backoff
 /// before the next: a target that hangs or fails delays its own deliveries only — never
 /// another target's, never ingest — and past ``queueCapacity`` waiting ones loses the oldest.
-public final class WebhookDispatcher: ServerEventSink {
+final class WebhookDispatcher: ServerEventSink {
     /// Deliveries one target may have waiting; past this the oldest is dropped (and counted).
-    public static let queueCapacity = 1024
+    static let queueCapacity = 1024
     /// Once the rest of the server has stopped, how long the workers go on delivering what is
     /// queued; what is left then (queued, or waiting for a retry) is dropped and counted.
-    public static let shutdownGrace: Duration = .seconds(2)
+    static let shutdownGrace: Duration = .seconds(2)
 
     /// One target with its queue and its figures.
     struct Lane: Sendable {
@@ -28,7 +28,7 @@ public final class WebhookDispatcher: ServerEventSink {
     /// The backoff's wait: tests pass one that does not take real minutes.
     private let sleep: @Sendable (Duration) async throws -> Void
 
-    public init(targets: [WebhookTarget], metrics: ServerMetrics, policy: WebhookRetryPolicy = .standard,
+    init(targets: [WebhookTarget], metrics: ServerMetrics, policy: WebhookRetryPolicy = .standard,
                 queueCapacity: Int = WebhookDispatcher.queueCapacity, logger: Logger,
                 sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         lanes = targets.map { Lane(target: $0, queue: WebhookQueue(capacity: queueCapacity), metrics: metrics.webhookMetrics(target: $0.label)) }
@@ -37,7 +37,7 @@ public final class WebhookDispatcher: ServerEventSink {
         self.sleep = sleep
     }
 
-    public func accept(_ event: ServerEvent) {
+    func accept(_ event: ServerEvent) {
         let wanting = lanes.filter { $0.target.wants(event.type) }
         guard !wanting.isEmpty else { return }
         let body = AdminJSON.encode(event)
@@ -53,7 +53,7 @@ public final class WebhookDispatcher: ServerEventSink {
 
     /// Delivers until `untilStopping` returns (the server begins to stop), then for at most
     /// ``shutdownGrace`` more; whatever is left is dropped and counted.
-    public func run(sender: any WebhookSender, untilStopping: @escaping @Sendable () async -> Void) async {
+    func run(sender: any WebhookSender, untilStopping: @escaping @Sendable () async -> Void) async {
         await withTaskGroup(of: Bool.self) { group in
             for lane in lanes {
                 group.addTask {

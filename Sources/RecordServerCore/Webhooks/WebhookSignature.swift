@@ -14,13 +14,13 @@ enum WebhookSignature {
 }
 
 /// The headers of every webhook post, in one place for the sender, the docs and the tests.
-public enum WebhookHeader {
+enum WebhookHeader {
     /// The event's type (`session.started`, …), also the body's `type`.
-    public static let event = "X-Recorder-Event"
+    static let event = "X-Recorder-Event"
     /// Unique per event and target, the same on every retry: receivers drop repeats by it.
-    public static let delivery = "X-Recorder-Delivery"
+    static let delivery = "X-Recorder-Delivery"
     /// Unix seconds when this attempt was signed.
-    public static let timestamp = "X-Recorder-Timestamp"
+    static let timestamp = "X-Recorder-Timestamp"
     /// `sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`.
-    public static let signature = "X-Recorder-Signature"
+    static let signature = "X-Recorder-Signature"
 }

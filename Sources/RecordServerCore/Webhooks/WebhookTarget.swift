@@ -1,20 +1,20 @@
-public import AdminModels
+import AdminModels
 import Crypto
-public import Foundation
+import Foundation
 
 /// One receiver of webhooks, as the server uses it: where to post, the key that signs each
 /// post, and which event types it wants. Made from the configuration
 /// (``ServerConfiguration/webhookTargets()``), which has checked the URL and read the secret.
-public struct WebhookTarget: Sendable {
-    public let url: URL
+struct WebhookTarget: Sendable {
+    let url: URL
     let key: SymmetricKey
     /// nil: every event type.
-    public let eventTypes: Set<ServerEvent.Kind>?
+    let eventTypes: Set<ServerEvent.Kind>?
     /// How metrics and logs name the target: its URL without credentials, query or fragment,
     /// which may hold secrets of their own.
-    public let label: String
+    let label: String
 
-    public init(url: URL, secret: String, eventTypes: Set<ServerEvent.Kind>? = nil) {
+    init(url: URL, secret: String, eventTypes: Set<ServerEvent.Kind>? = nil) {
         self.url = url
         key = SymmetricKey(data: Data(secret.utf8))
         self.eventTypes = eventTypes
