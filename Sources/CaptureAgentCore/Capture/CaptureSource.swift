@@ -78,7 +78,7 @@ struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
 
     var description: String { message }
 
-    public static func == (lhs: CaptureError, rhs: CaptureError) -> Bool { lhs.code == rhs.code }
+    static func == (lhs: CaptureError, rhs: CaptureError) -> Bool { lhs.code == rhs.code }
 }
 
 /// A capture source: a camera, a microphone, a file or a synthetic generator.

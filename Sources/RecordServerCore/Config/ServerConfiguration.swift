@@ -326,14 +326,14 @@ extension ServerConfiguration.Segment {
 extension ServerConfiguration.Retention {
     enum CodingKeys: String, CodingKey, CaseIterable { case maxAgeDays, maxTotalBytes }
 
-    public init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         maxAgeDays = try c.decodeIfPresent(Double.self, forKey: .maxAgeDays)
         maxTotalBytes = try c.decodeIfPresent(Int64.self, forKey: .maxTotalBytes)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(maxAgeDays, forKey: .maxAgeDays)
         try c.encode(maxTotalBytes, forKey: .maxTotalBytes)
