@@ -194,7 +194,7 @@ let package = Package(
         .testTarget(
             name: "RecordServerTests",
             dependencies: [
-                "RecordServerCore", "CMallocTuning", "RecordingTLS", "Shared", "WireProtocolNIO", "MediaEncoding", "RecordCtlCore", "TestSupport",
+                "RecordServerCore", "CMallocTuning", "RecordingTLS", "Shared", "AdminModels", "WireProtocolNIO", "MediaEncoding", "RecordCtlCore", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

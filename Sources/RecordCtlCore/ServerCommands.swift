@@ -28,14 +28,27 @@ struct AgentsCommand: ParsableCommand {
         if agents.isEmpty { print("no agents connected"); return }
         let rows = agents.map { a in
             [a.id, a.address, a.softwareVersion, Cell.date(a.connectedAt), Cell.date(a.lastSeen), Cell.text(a.sessionID),
-             a.roundTripMillis.map { String(format: "%.1f ms", $0) } ?? "-", a.captureFailure == nil ? "ok" : "failed"]
+             a.roundTripMillis.map { String(format: "%.1f ms", $0) } ?? "-", Self.offset(a.clock), Self.drift(a.clock),
+             a.captureFailure == nil ? "ok" : "failed"]
         }
-        print(Formatting.table(["ID", "ADDRESS", "VERSION", "CONNECTED", "LAST SEEN", "SESSION", "RTT", "CAPTURE"], rows))
+        print(Formatting.table(["ID", "ADDRESS", "VERSION", "CONNECTED", "LAST SEEN", "SESSION", "RTT", "CLOCK OFFSET", "DRIFT", "CAPTURE"], rows))
         // The reason, in full, below the table: it names the source, its device and the cause.
         for a in agents {
             guard let failure = a.captureFailure else { continue }
             print("\n\(a.id): capture failed at \(Cell.date(failure.at)): \(failure.message)")
         }
+    }
+
+    /// The agent's clock minus the server's, in seconds to the millisecond, with its one-sigma
+    /// uncertainty and, after "|", half the smallest round trip (the asymmetry it cannot see).
+    static func offset(_ clock: AgentClock?) -> String {
+        guard let clock else { return "-" }
+        return String(format: "%+.3f s ±%.1f ms |%.1f ms", clock.offsetMillis / 1000, clock.uncertaintyMillis, clock.asymmetryBoundMillis)
+    }
+
+    static func drift(_ clock: AgentClock?) -> String {
+        guard let clock else { return "-" }
+        return String(format: "%+.1f ppm", clock.driftPPM)
     }
 
     /// Agents the server has seen that are not connected now, below the connected ones.

@@ -101,7 +101,7 @@ struct DocumentedExamplesTests {
         let agent = ConnectedAgent(id: "cam-2", address: "10.0.0.6:51001", softwareVersion: "1.2.3",
                                    connectedAt: Date(timeIntervalSince1970: 1_714_557_600), lastSeen: Date(timeIntervalSince1970: 1_714_557_631.25))
         let json = String(decoding: try AdminJSON.encoder().encode(agent), as: UTF8.self)
-        #expect(json == #"{"address":"10.0.0.6:51001","capture_failure":null,"clock_offset_millis":null,"connected_at":"2024-05-01T10:00:00.000Z","id":"cam-2","#
+        #expect(json == #"{"address":"10.0.0.6:51001","capture_failure":null,"clock":null,"clock_offset_millis":null,"connected_at":"2024-05-01T10:00:00.000Z","id":"cam-2","#
             + #""last_seen":"2024-05-01T10:00:31.250Z","round_trip_millis":null,"session_id":null,"software_version":"1.2.3"}"#)
         let anonymous = String(decoding: try AdminJSON.encoder().encode(HealthResponse(status: "ok", uptimeSeconds: 1.5)), as: UTF8.self)
         #expect(anonymous == #"{"status":"ok","uptime_seconds":1.5}"#)

@@ -39,6 +39,21 @@ struct RunCommandTests {
         #expect(error?.message.contains("--stop-timeout") == true, "\(error?.message ?? "")")
     }
 
+    /// The testing clock options: a skew when given, none by default, and a clear refusal of
+    /// values no host's clock could have.
+    @Test func theClockSkewOptionsAreCheckedAndStamped() throws {
+        let fixture = try agentFixture()
+        #expect(try command(fixture, []).resolve().0.clockSkew == nil)
+        let skew = try #require(try command(fixture, ["--clock-offset", "7200.5", "--clock-drift-ppm=-80"]).resolve().0.clockSkew)
+        #expect(skew.offset == 7_200_500_000_000)
+        #expect(skew.driftPPM == -80)
+        for (flags, named) in [(["--clock-drift-ppm", "1500"], "--clock-drift-ppm"), (["--clock-offset", "1e9"], "--clock-offset"),
+                               (["--clock-offset=-864000"], "before 0")] {
+            let error = #expect(throws: ConfigError.self) { try command(fixture, flags).resolve() }
+            #expect(error?.message.contains(named) == true, "\(error?.message ?? "")")
+        }
+    }
+
     /// An agent certificate outside its validity can never connect: the agent refuses to start
     /// and names the date (issue 13, finding 7); one close to expiry starts with a warning.
     @Test func anExpiredOrNotYetValidCertificateIsRefusedWithItsDate() throws {

@@ -92,3 +92,38 @@ struct SyntheticSourceTests {
         #expect(pcm == pcm2)
     }
 }
+
+/// ``SkewedClock``, the testing stand-in for another host's clock, and the test sources under
+/// it: their schedule stays real time, only their stamps are skewed.
+@Suite("Skewed clock")
+struct SkewedClockTests {
+    @Test func convertsBothWaysAndRunsFast() {
+        let clock = SkewedClock(offset: 3_600_000_000_000, driftPPM: 250)
+        let system = SystemMonotonicClock().now()
+        let later = system + 10_000_000_000
+        #expect(clock.time(atSystemTime: later) - clock.time(atSystemTime: system) == 10_002_500_000, "10 s of real time read 250 ppm fast")
+        for t in [system, later, system - 5_000_000_000] {
+            let back = clock.systemTime(at: clock.time(atSystemTime: t))
+            #expect(back >= t && back <= t + 1, "rounded up by at most 1 ns")
+        }
+        let before = SystemMonotonicClock().now()
+        let now = clock.now()
+        #expect(now - before >= 3_600_000_000_000)
+        clock.sleep(until: now + 1_000_000)
+        #expect(clock.now() >= now + 1_000_000)
+    }
+
+    @Test func testSourcesKeepRealTimeAndStampWithTheClock() throws {
+        let clock = SkewedClock(offset: 1_000_000_000_000, driftPPM: 100)
+        let epoch = clock.now()
+        let video = TestVideoSource(width: 64, height: 48, fps: 25, label: "v", clock: clock, epoch: epoch, frameLimit: 51, paced: false)
+        try video.start()
+        var stamps: [Int64] = []
+        while let media = try video.read() {
+            if case .video(_, let pts) = media { stamps.append(pts) }
+        }
+        #expect(stamps.first == epoch)
+        // Frame 50 is 2 s of real time after frame 0: 2 s + 100 ppm on the skewed clock.
+        #expect(try #require(stamps.last) - epoch == 2_000_200_000)
+    }
+}

@@ -1,3 +1,4 @@
+import AdminModels
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -41,7 +42,9 @@ actor FakeAdminBackend: AdminBackend {
                                 dataDirectory: "/var/lib/record-server", freeBytes: 123_456_789)
         agents = [
             ConnectedAgentInfo(id: "cam-1", address: "10.0.0.5:51000", softwareVersion: "1.2.3", connectedAt: baseDate,
-                               lastSeen: baseDate.addingTimeInterval(30), sessionID: "s-1", roundTripMillis: 1.5, clockOffsetMillis: -812.25),
+                               lastSeen: baseDate.addingTimeInterval(30), sessionID: "s-1", roundTripMillis: 1.5, clockOffsetMillis: -812.25,
+                               clock: AgentClock(offsetMillis: -812.25, driftPPM: 41.5, uncertaintyMillis: 0.75, asymmetryBoundMillis: 0.5,
+                                                 minRoundTripMillis: 1, exchanges: 60)),
             ConnectedAgentInfo(id: "cam-2", address: "10.0.0.6:51001", softwareVersion: "1.2.3", connectedAt: baseDate,
                                lastSeen: baseDate.addingTimeInterval(31.25)),
         ]
@@ -306,11 +309,19 @@ struct AdminAPITests {
             #expect(agents.count == 2)
             let first = agents[0]
             #expect(Set(first.keys) == ["id", "address", "software_version", "connected_at", "last_seen", "session_id", "capture_failure",
-                                        "round_trip_millis", "clock_offset_millis"])
+                                        "round_trip_millis", "clock_offset_millis", "clock"])
             #expect(first["id"] as? String == "cam-1")
             #expect(first["session_id"] as? String == "s-1")
             #expect(first["round_trip_millis"] as? Double == 1.5)
             #expect(first["clock_offset_millis"] as? Double == -812.25)
+            let clock = try #require(first["clock"] as? [String: Any])
+            #expect(clock["offset_millis"] as? Double == -812.25)
+            #expect(clock["drift_ppm"] as? Double == 41.5)
+            #expect(clock["uncertainty_millis"] as? Double == 0.75)
+            #expect(clock["asymmetry_bound_millis"] as? Double == 0.5)
+            #expect(clock["min_round_trip_millis"] as? Double == 1)
+            #expect(clock["exchanges"] as? Int == 60)
+            #expect(agents[1]["clock"] is NSNull)
             #expect(first["connected_at"] as? String == "2024-05-01T10:00:00.000Z")
             #expect(parseDate(agents[1]["last_seen"]) == baseDate.addingTimeInterval(31.25))
             // Unknown values are explicit nulls, so every object has the same keys.

@@ -106,6 +106,33 @@ private final class FakeSocket {
         #expect(counter.reads == 0)
     }
 
+    /// A clock probe is out: reads happen at once, and a read already waiting is done now,
+    /// until the reply has come (or the probe's deadline passed); then batching resumes.
+    @Test func aClockProbeMakesReadsPromptUntilItEnds() throws {
+        let (channel, counter) = try makeChannel(socket: FakeSocket(.init(queued: 0, capacity: 1 << 20)))
+        try cycle(channel, bytes: 10)
+        channel.read()
+        #expect(counter.reads == 0, "a trickling connection waits")
+        let until = channel.embeddedEventLoop.now + .seconds(2)
+        try channel.triggerUserOutboundEvent(ReadBatchingHandler.PromptReads(until: until)).wait()
+        #expect(counter.reads == 1, "the waiting read is done at once")
+        try cycle(channel, bytes: 10)
+        channel.read()
+        #expect(counter.reads == 2, "and the next one too")
+        try channel.triggerUserOutboundEvent(ReadBatchingHandler.PromptReads(until: nil)).wait()
+        try cycle(channel, bytes: 10)
+        channel.read()
+        #expect(counter.reads == 2, "the reply came: batching again")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(100))
+        #expect(counter.reads == 3)
+        // A probe whose reply never comes stops making reads prompt at its deadline.
+        try channel.triggerUserOutboundEvent(ReadBatchingHandler.PromptReads(until: channel.embeddedEventLoop.now + .milliseconds(50))).wait()
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(60))
+        try cycle(channel, bytes: 10)
+        channel.read()
+        #expect(counter.reads == 3)
+    }
+
     @Test func otherOutboundEventsPassThrough() throws {
         let (channel, _) = try makeChannel(streaming: false)
         struct Other: Sendable {}
@@ -325,13 +352,28 @@ private final class DrainCounter: ChannelInboundHandler {
         let first = bytes.readSlice(length: 20)!
         channel.pipeline.fireChannelRead(NIOAny(first))
         channel.pipeline.fireChannelRead(NIOAny(bytes))
-        #expect(try channel.readInbound(as: [Message].self) == nil)
+        #expect(try channel.readInbound(as: InboundBatch.self)?.messages == nil)
         channel.pipeline.fireChannelReadComplete()
-        let batch = try #require(try channel.readInbound(as: [Message].self))
+        let batch = try #require(try channel.readInbound(as: InboundBatch.self)?.messages)
         #expect(batch.count == 3)
         // An empty cycle passes nothing on.
         channel.pipeline.fireChannelReadComplete()
-        #expect(try channel.readInbound(as: [Message].self) == nil)
+        #expect(try channel.readInbound(as: InboundBatch.self)?.messages == nil)
+    }
+
+    /// t4 of a clock exchange is the read's time: not the first partial read, and not the end
+    /// of the cycle (nor whenever the connection task gets to the batch).
+    @Test func aBatchCarriesTheTimeOfTheReadThatDecodedItsFirstMessage() throws {
+        let channel = EmbeddedChannel(handler: MessageBatchDecoderHandler(limits: .default))
+        var bytes = try frames([Self.heartbeat, Self.heartbeat])
+        channel.pipeline.fireChannelRead(NIOAny(bytes.readSlice(length: 20)!))
+        let before = monotonicNanoseconds()
+        channel.pipeline.fireChannelRead(NIOAny(bytes))
+        let after = monotonicNanoseconds()
+        channel.pipeline.fireChannelReadComplete()
+        let batch = try #require(try channel.readInbound(as: InboundBatch.self))
+        #expect(batch.messages.count == 2)
+        #expect(batch.readAt >= before && batch.readAt <= after)
     }
 
     @Test func messagesBeforeAViolationArriveBeforeTheError() throws {
@@ -340,11 +382,11 @@ private final class DrainCounter: ChannelInboundHandler {
         bytes.writeBytes([UInt8](repeating: 0xEE, count: 32))
         channel.pipeline.fireChannelRead(NIOAny(bytes))
         #expect(throws: ProtocolError.self) { try channel.throwIfErrorCaught() }
-        let batch = try #require(try channel.readInbound(as: [Message].self))
+        let batch = try #require(try channel.readInbound(as: InboundBatch.self)?.messages)
         #expect(batch.count == 1)
         // Later bytes are ignored once the stream is broken.
         try channel.writeInbound(try frames([Self.heartbeat]))
         channel.pipeline.fireChannelReadComplete()
-        #expect(try channel.readInbound(as: [Message].self) == nil)
+        #expect(try channel.readInbound(as: InboundBatch.self)?.messages == nil)
     }
 }

@@ -78,6 +78,14 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("stop-timeout"), help: "After SIGINT/SIGTERM, seconds to wait for the server to confirm the closed session before exiting anyway (default 30).")
     var stopTimeout: Double?
     @Flag(name: .customLong("fast-files"), help: "Read y4m/wav sources as fast as possible instead of in real time.") public var fastFiles = false
+    @Option(name: .customLong("clock-offset"), help: ArgumentHelp(
+        "Testing: stamp everything this many seconds ahead of CLOCK_MONOTONIC, as another host's clock would read.",
+        discussion: "With --clock-drift-ppm, agents on one machine (the multi-host bench's network namespaces) look to the server like hosts with their own clocks."))
+    var clockOffset: Double?
+    @Option(name: .customLong("clock-drift-ppm"), help: "Testing: let the stamping clock run this many parts per million fast (negative: slow), at most ±1000.")
+    var clockDriftPPM: Double?
+    @Flag(name: .customLong("test-sources-on-whole-seconds"), help: "Testing: test sources start on a whole second of CLOCK_MONOTONIC, so agents on one machine flash and beep at the same instants.")
+    var testSourcesOnWholeSeconds = false
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.") public var logLevel: String?
 
     init() {}
@@ -98,7 +106,7 @@ struct RunCommand: AsyncParsableCommand {
         let logger = Logger(label: "capture-agent")
         for warning in settings.startupWarnings { logger.warning("\(warning)") }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let runtime = try AgentRuntime(settings: settings, logger: logger, group: group)
+        let runtime = try AgentRuntime(settings: settings, clock: settings.makeClock(), logger: logger, group: group)
         let signals = [SIGINT, SIGTERM].map { sig in
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -222,6 +230,18 @@ struct RunCommand: AsyncParsableCommand {
             duration: durationValue, labels: labelSet, fastFiles: fastFiles || (file.fastFiles ?? false),
             stopTimeout: Int64(stopSeconds * 1e9))
         settings.certificateExpiry = validity?.notAfter
+        settings.testSourcesOnWholeSeconds = testSourcesOnWholeSeconds
+        if clockOffset != nil || clockDriftPPM != nil {
+            let offset = clockOffset ?? 0
+            let drift = clockDriftPPM ?? 0
+            guard offset.isFinite, abs(offset) <= 864_000 else { throw ConfigError("--clock-offset must be within ±864000 s (10 days), got \(offset)") }
+            guard drift.isFinite, abs(drift) <= 1000 else { throw ConfigError("--clock-drift-ppm must be within ±1000, got \(drift)") }
+            let skew = (offset: Int64(offset * 1e9), driftPPM: drift)
+            guard SkewedClock(offset: skew.offset, driftPPM: drift).now() > 0 else {
+                throw ConfigError("--clock-offset \(offset) puts the clock before 0 (sample times must not be negative); use a larger offset")
+            }
+            settings.clockSkew = skew
+        }
         if let certPath, let warning = validity?.renewalWarning(at: Date(), file: certPath, renew: renew) {
             settings.startupWarnings.append(warning)
         }

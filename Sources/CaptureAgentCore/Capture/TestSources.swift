@@ -10,9 +10,11 @@ func nanoseconds(count: Int64, numerator: Int64, denominator: Int64) -> Int64 {
 }
 
 /// The synthetic camera (`test:WxH@FPS`): ``TestPatternVideo`` paced on the injected
-/// clock. Frame `n` is due — and stamped — at `epoch + n/fps`, so its content and its
+/// clock. Frame `n` is due at `epoch + n/fps` of real time (CLOCK_MONOTONIC, as a camera's own
+/// crystal would pace it) and stamped with the clock's reading then, so its content and its
 /// timestamp depend on `n` alone. All test sources of one agent share the epoch, so the
-/// white flash of frame `k·fps` and the beep of ``TestAudioSource`` share a timestamp.
+/// white flash of frame `k·fps` and the beep of ``TestAudioSource`` share a timestamp. With a
+/// clock that is not skewed (``SkewedClock``) real time and the clock's are the same.
 final class TestVideoSource: CaptureSource {
     let name: String
     let isLive: Bool
@@ -43,13 +45,13 @@ final class TestVideoSource: CaptureSource {
     }
 
     func start() throws(CaptureError) {
-        start0 = epoch ?? clock.now()
+        start0 = clock.systemTime(at: epoch ?? clock.now())
         index = 0
     }
 
     func read() throws(CaptureError) -> CapturedMedia? {
         if let frameLimit, index >= Int64(frameLimit) { return nil }
-        let due = start0 + nanoseconds(count: index, numerator: Int64(pattern.fps), denominator: 1)
+        let due = clock.time(atSystemTime: start0 + nanoseconds(count: index, numerator: Int64(pattern.fps), denominator: 1))
         if paced { clock.sleep(until: due) }
         let frame = pattern.frame(index: Int(index))
         index += 1
@@ -60,8 +62,9 @@ final class TestVideoSource: CaptureSource {
 }
 
 /// The synthetic microphone (`test:audio[:CHANNELS]`): ``TestToneAudio`` in 20 ms
-/// chunks. Chunk `k` covers samples `[960k, 960k+960)`, is stamped `epoch + k·20 ms` and
-/// becomes available at the end of its span (as a real device would deliver it).
+/// chunks. Chunk `k` covers samples `[960k, 960k+960)`, is stamped with the clock's reading
+/// at real time `epoch + k·20 ms` and becomes available at the end of its span (as a real
+/// device would deliver it; its sample clock is real time, like ``TestVideoSource``'s frames).
 final class TestAudioSource: CaptureSource {
     static let chunkFrames = 960
     let name: String
@@ -87,15 +90,15 @@ final class TestAudioSource: CaptureSource {
     }
 
     func start() throws(CaptureError) {
-        start0 = epoch ?? clock.now()
+        start0 = clock.systemTime(at: epoch ?? clock.now())
         chunk = 0
     }
 
     func read() throws(CaptureError) -> CapturedMedia? {
         if let chunkLimit, chunk >= Int64(chunkLimit) { return nil }
         let first = chunk * Int64(Self.chunkFrames)
-        let pts = start0 + nanoseconds(count: first, numerator: 48000, denominator: 1)
-        let end = start0 + nanoseconds(count: first + Int64(Self.chunkFrames), numerator: 48000, denominator: 1)
+        let pts = clock.time(atSystemTime: start0 + nanoseconds(count: first, numerator: 48000, denominator: 1))
+        let end = clock.time(atSystemTime: start0 + nanoseconds(count: first + Int64(Self.chunkFrames), numerator: 48000, denominator: 1))
         if paced { clock.sleep(until: end) }
         chunk += 1
         return .audio(tone.samples(from: first, count: Self.chunkFrames), frames: Self.chunkFrames, pts: pts)

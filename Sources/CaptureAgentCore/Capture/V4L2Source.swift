@@ -196,7 +196,7 @@ final class V4L2CaptureSource: CaptureSource {
                 lost += 1  // corrupted or short frame: counted as a capture drop
                 continue
             }
-            var pts = buffer.hasMonotonicTimestamp ? buffer.timestampNanoseconds : dequeuedAt
+            var pts = buffer.hasMonotonicTimestamp ? clock.time(atSystemTime: buffer.timestampNanoseconds) : dequeuedAt
             // The encoder requires strictly increasing times; a driver repeating a
             // timestamp must not stop the recording.
             if let lastPTS, pts <= lastPTS { pts = lastPTS + 1 }

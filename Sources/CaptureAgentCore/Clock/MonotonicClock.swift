@@ -16,6 +16,17 @@ public protocol MonotonicClock: Sendable {
     func now() -> Int64
     /// Blocks the calling thread until `now() >= deadline`.
     func sleep(until deadline: Int64)
+    /// This clock's reading at the instant CLOCK_MONOTONIC reads `systemTime`: how a V4L2
+    /// buffer's kernel timestamp, or a test source's real-time schedule, is stamped.
+    func time(atSystemTime systemTime: Int64) -> Int64
+    /// CLOCK_MONOTONIC's reading at the instant this clock reads `time`.
+    func systemTime(at time: Int64) -> Int64
+}
+
+extension MonotonicClock {
+    /// A clock that is CLOCK_MONOTONIC itself (or stands in for it in a test) converts nothing.
+    public func time(atSystemTime systemTime: Int64) -> Int64 { systemTime }
+    public func systemTime(at time: Int64) -> Int64 { time }
 }
 
 /// `clock_gettime(CLOCK_MONOTONIC)`: the clock V4L2 buffer timestamps use

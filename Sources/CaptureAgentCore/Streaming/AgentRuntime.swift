@@ -39,6 +39,17 @@ public struct AgentSettings: Sendable {
     var certificateExpiry: Date?
     /// Logged once the logger exists (a certificate close to its expiry).
     var startupWarnings: [String] = []
+    /// For tests and the multi-host bench: stamp everything with a ``SkewedClock`` (nil: the
+    /// machine's CLOCK_MONOTONIC, as in production).
+    var clockSkew: (offset: Int64, driftPPM: Double)?
+    /// For the multi-host bench: test sources start on a whole second of CLOCK_MONOTONIC, so
+    /// agents sharing a kernel flash and beep at the same real instants.
+    var testSourcesOnWholeSeconds = false
+
+    /// The clock the agent stamps with.
+    func makeClock() -> any MonotonicClock {
+        clockSkew.map { SkewedClock(offset: $0.offset, driftPPM: $0.driftPPM) } ?? SystemMonotonicClock()
+    }
 
     public init(host: String, port: Int, tls: TLSConfiguration, tlsHostname: String?, agentID: Identifier,
                 bearerToken: String? = nil, sources: [SourceSpec], video: VideoEncodingSettings = .init(),
@@ -408,7 +419,9 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
         capture = .building
         let specs = settings.sources
         let clock = self.clock
-        let epoch = clock.now()
+        // With whole seconds asked for, the second after next: time enough to build the pipelines.
+        let epoch = settings.testSourcesOnWholeSeconds
+            ? clock.time(atSystemTime: (clock.systemTime(at: clock.now()) / 1_000_000_000 + 2) * 1_000_000_000) : clock.now()
         let video = settings.video, audio = settings.audio
         let fast = settings.fastFiles
         let logger = self.logger

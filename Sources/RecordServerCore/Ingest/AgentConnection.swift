@@ -11,7 +11,7 @@ import Shared
 /// batch, a session that cannot keep up stops its connection being read (NIOAsyncChannel
 /// backpressure) — memory stays bounded and other sessions are unaffected.
 struct AgentConnection {
-    let channel: NIOAsyncChannel<[Message], Message>
+    let channel: NIOAsyncChannel<InboundBatch, Message>
     /// The client certificate the transport verified, asked for when the Hello arrives; nil
     /// without TLS. Given by whoever built the pipeline (`IngestServer`), so this loop never
     /// looks for a TLS handler: TLS stays a decorator around the protocol.
@@ -40,7 +40,7 @@ struct AgentConnection {
                 var pending: [Sample] = []
                 do {
                     for try await batch in inbound {
-                        for message in batch {
+                        for message in batch.messages {
                             do {
                                 // Samples of the open session are validated here and handed to
                                 // the session together, one call per read cycle.
@@ -50,11 +50,14 @@ struct AgentConnection {
                                 }
                                 try await deliver(&pending, state: &state, outbound: outbound, logger: logger)
                                 if message.isHeartbeat {
-                                    // Timed on arrival: a hop to another thread first would skew the clock offset.
-                                    try await handle(message, state: &state, connection: connection, address: address, outbound: outbound, logger: &logger)
+                                    // On this thread: a hop first would delay the agent's heartbeat's reply (the
+                                    // agent's own clock exchange); the server's exchanges use the batch's read time.
+                                    try await handle(message, readAt: batch.readAt, state: &state, connection: connection, address: address,
+                                                     outbound: outbound, logger: &logger)
                                 } else {
                                     try await onStorageThreads {
-                                        try await handle(message, state: &state, connection: connection, address: address, outbound: outbound, logger: &logger)
+                                        try await handle(message, readAt: batch.readAt, state: &state, connection: connection, address: address,
+                                                         outbound: outbound, logger: &logger)
                                     }
                                 }
                             } catch let error as ProtocolError {
@@ -92,11 +95,14 @@ struct AgentConnection {
         var validator = SessionValidator()
         var agentID: String?
         var session: RecordingSession?
-        /// The server's own heartbeats, from the handshake on.
+        /// The server's own heartbeats, from the handshake on: its clock probes.
         var heartbeats: Task<Void, Never>?
+        /// The agent's clock against the server's, from the replies to those heartbeats.
+        var clock = ClockEstimator()
     }
 
-    private func handle(_ message: Message, state: inout ConnectionState, connection: UInt64, address: String,
+    /// - Parameter readAt: when the read that brought `message` happened (server monotonic ns).
+    private func handle(_ message: Message, readAt: Int64, state: inout ConnectionState, connection: UInt64, address: String,
                         outbound: NIOAsyncChannelOutboundWriter<Message>, logger: inout Logger) async throws {
         let action = try state.validator.validate(message)
         switch message {
@@ -119,9 +125,9 @@ struct AgentConnection {
                 info: ConnectedAgentInfo(id: agent, address: address, softwareVersion: hello.softwareVersion, connectedAt: Date(), lastSeen: Date()),
                 send: { message in try? await writer.write(message) }))
             logger.info("agent connected", metadata: ["version": "\(hello.softwareVersion)"])
-            // The server's own heartbeats (protocol.md §6.3) measure the round trip and let the
-            // agent notice a silent server.
-            state.heartbeats = Task { await sendHeartbeats(outbound) }
+            // The server's own heartbeats (protocol.md §6.3) are the clock model's probes, measure
+            // the round trip and let the agent notice a silent server.
+            state.heartbeats = Task { await sendClockProbes(outbound) }
 
         case .sessionOpen(let open):
             do {
@@ -199,16 +205,17 @@ struct AgentConnection {
             try await outbound.write(.sessionClosed(SessionClosed(sessionID: cancel.sessionID, outcome: .cancelled, durableSequence: 0)))
 
         case .heartbeat(let heartbeat):
-            let received = Self.monotonicNanos()
-            try await outbound.write(.heartbeatReply(HeartbeatReply(answering: heartbeat, receiveTime: received, transmitTime: Self.monotonicNanos())))
+            try await outbound.write(.heartbeatReply(HeartbeatReply(answering: heartbeat, receiveTime: readAt, transmitTime: monotonicNanoseconds())))
             await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: state.session?.id.value)
 
         case .heartbeatReply(let reply):
-            let arrival = Self.monotonicNanos()
-            let roundTrip = Double(reply.roundTripTime(arrivalTime: arrival)) / 1e6
-            await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: max(roundTrip, 0),
-                                     clockOffsetMillis: Double(reply.clockOffset(arrivalTime: arrival)) / 1e6,
-                                     sessionID: state.session?.id.value)
+            // The reply is in: the connection's reads may wait again (ReadBatchingHandler).
+            channel.channel.triggerUserOutboundEvent(ReadBatchingHandler.PromptReads(until: nil), promise: nil)
+            let exchange = ClockExchange(serverSent: reply.originTime, agentReceived: reply.receiveTime, agentSent: reply.transmitTime,
+                                         serverReceived: readAt)
+            state.clock.add(exchange)
+            await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: max(Double(exchange.roundTrip) / 1e6, 0),
+                                     clock: state.clock.estimate, sessionID: state.session?.id.value)
 
         case .error(let report):
             logger.warning("agent reported an error", metadata: ["code": "\(report.code)", "scope": "\(report.scope)", "message": "\(report.message)"])
@@ -309,19 +316,28 @@ struct AgentConnection {
         await session.reconcileCatalog()
     }
 
-    /// Sends a Heartbeat every interval until the connection ends; the agent's replies give
-    /// the round trip shown by the admin API.
-    private func sendHeartbeats(_ outbound: NIOAsyncChannelOutboundWriter<Message>) async {
+    /// Sends a Heartbeat every ``clockProbeInterval`` until the connection ends: the agent's
+    /// replies feed the clock model and give the round trip shown by the admin API. Until a
+    /// reply is in (at most ``clockProbeTimeout``) the connection is read as soon as bytes
+    /// land, so the reply's arrival time is when it arrived, not when a batched read got to it.
+    private func sendClockProbes(_ outbound: NIOAsyncChannelOutboundWriter<Message>) async {
         var nonce: UInt64 = 0
         while !Task.isCancelled {
-            do { try await Task.sleep(for: Self.heartbeatInterval) } catch { return }
+            do { try await Task.sleep(for: Self.clockProbeInterval) } catch { return }
             nonce += 1
-            do { try await outbound.write(.heartbeat(Heartbeat(nonce: nonce, originTime: Self.monotonicNanos()))) } catch { return }
+            channel.channel.triggerUserOutboundEvent(ReadBatchingHandler.PromptReads(until: .now() + TimeAmount(Self.clockProbeTimeout)), promise: nil)
+            do { try await outbound.write(.heartbeat(Heartbeat(nonce: nonce, originTime: monotonicNanoseconds()))) } catch { return }
         }
     }
 
-    /// Announced in HelloReply; the server sends its own heartbeats at the same interval.
+    /// Announced in HelloReply: how long an agent may stay silent before it sends a heartbeat.
     static let heartbeatInterval = Duration.seconds(5)
+    /// How often the server probes an agent's clock (a Heartbeat; protocol.md §7.4 lets the
+    /// server send them more often than `heartbeatIntervalMillis`). One a second gives the
+    /// clock model 60 exchanges in the first minute (docs/architecture.md, "Clock model").
+    static let clockProbeInterval = Duration.seconds(1)
+    /// The longest a probe keeps the connection's reads prompt when no reply comes.
+    static let clockProbeTimeout = Duration.seconds(2)
 
     /// A session is streaming: let its samples collect briefly between reads (ReadBatchingHandler).
     private func startBatchingReads() {
@@ -334,12 +350,6 @@ struct AgentConnection {
         guard let ip = address.ipAddress, let port = address.port else { return "\(address)" }
         if case .v6 = address { return "[\(ip)]:\(port)" }
         return "\(ip):\(port)"
-    }
-
-    static func monotonicNanos() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 }
 

@@ -62,7 +62,7 @@ struct IngestServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     do {
                         try Self.configure(channel, sslContext: sslContext, readDelay: readDelay, limits: limits, guards: guards)
-                        return try NIOAsyncChannel<[Message], Message>(
+                        return try NIOAsyncChannel<InboundBatch, Message>(
                             wrappingChannelSynchronously: channel,
                             configuration: .init(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8)))
                     } catch {

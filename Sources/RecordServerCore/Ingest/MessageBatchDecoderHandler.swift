@@ -19,9 +19,18 @@ import WireProtocolNIO
 ///   whose next bytes do not fit is closed with `budgetExhausted`.
 /// - ``InboundDeadlines``: the Hello, each frame and the idle timeout; time while the server
 ///   itself does not read (backpressure, waiting for authentication) does not count.
+/// What one read cycle brought, and when: `readAt` is the server's monotonic time of the read
+/// that decoded the first of `messages`, so the arrival time of a heartbeat reply among them
+/// (t4 of a clock exchange, protocol.md §6.4) is not moved by how long the connection task took
+/// to get to it.
+struct InboundBatch: Sendable {
+    var messages: [Message]
+    var readAt: Int64
+}
+
 final class MessageBatchDecoderHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
-    typealias InboundOut = [Message]
+    typealias InboundOut = InboundBatch
     typealias OutboundIn = NIOAny
     typealias OutboundOut = NIOAny
 
@@ -40,6 +49,8 @@ final class MessageBatchDecoderHandler: ChannelDuplexHandler, RemovableChannelHa
 
     private var decoder: MessageStreamDecoder
     private var batch: [Message] = []
+    /// When the read that decoded the batch's first message happened.
+    private var batchReadAt: Int64?
     private let guards: Guards?
     private var deadlines: InboundDeadlines?
     private var authenticated = false
@@ -68,9 +79,13 @@ final class MessageBatchDecoderHandler: ChannelDuplexHandler, RemovableChannelHa
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
+        let readAt = monotonicNanoseconds()
         do {
             decoder.append(unwrapInboundIn(data))
-            while let message = try decoder.nextMessage() { batch.append(message) }
+            while let message = try decoder.nextMessage() {
+                if batch.isEmpty { batchReadAt = readAt }
+                batch.append(message)
+            }
             try chargeHeldBytes()
         } catch {
             if !authenticated, error.code == .frameTooLarge { guards?.metrics.budgetRefused("pre_authentication") }
@@ -241,8 +256,9 @@ final class MessageBatchDecoderHandler: ChannelDuplexHandler, RemovableChannelHa
 
     private func flushBatch(context: ChannelHandlerContext) {
         guard !batch.isEmpty else { return }
-        let messages = batch
+        let messages = InboundBatch(messages: batch, readAt: batchReadAt ?? monotonicNanoseconds())
         batch = []
+        batchReadAt = nil
         context.fireChannelRead(wrapInboundOut(messages))
     }
 }

@@ -34,12 +34,20 @@ final class ReadBatchingHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Outbound user event: from now on, batch reads.
     struct Start: Sendable {}
 
+    /// Outbound user event: read at once until `until` (nil: from now on batch again). The
+    /// connection task sends it with each clock probe, so the agent's reply is read when it
+    /// lands and its arrival time is not held back by a wait (docs/architecture.md, "Clock model").
+    struct PromptReads: Sendable {
+        var until: NIODeadline?
+    }
+
     /// Reads the socket's memory figures; nil when the channel cannot tell (not a socket, not Linux).
     typealias SocketProbe = (any Channel) -> ReadPacing.Socket?
 
     private var pacing: ReadPacing
     private let probe: SocketProbe
     private var pendingRead: Scheduled<Void>?
+    private var promptUntil: NIODeadline?
     /// Reads postponed so far (for tests and diagnostics).
     private(set) var delayedReads = 0
 
@@ -60,6 +68,10 @@ final class ReadBatchingHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func read(context: ChannelHandlerContext) {
         guard pendingRead == nil else { return }
+        if let until = promptUntil, context.eventLoop.now < until {
+            context.read()
+            return
+        }
         switch pacing.nextRead(socket: probe(context.channel)) {
         case .readNow:
             context.read()
@@ -78,6 +90,14 @@ final class ReadBatchingHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if event is Start {
             pacing.start()
             promise?.succeed(())
+        } else if let prompt = event as? PromptReads {
+            promptUntil = prompt.until
+            promise?.succeed(())
+            // A read waiting out a delay would hold the reply back: read now instead.
+            if prompt.until != nil, pendingRead != nil {
+                cancelPendingRead()
+                context.read()
+            }
         } else {
             context.triggerUserOutboundEvent(event, promise: promise)
         }

@@ -101,6 +101,10 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         static let queueBytes = "recordserver_queue_bytes"
         static let catalogWriteFailures = "recordserver_catalog_write_failures_total"
         static let captureFailures = "recordserver_capture_failures_total"
+        static let agentClockOffset = "recordserver_agent_clock_offset_seconds"
+        static let agentClockDrift = "recordserver_agent_clock_drift_ppm"
+        static let agentClockUncertainty = "recordserver_agent_clock_uncertainty_seconds"
+        static let agentMinRoundTrip = "recordserver_agent_min_round_trip_seconds"
     }
 
     /// Buckets for the storage latency histograms: a page-cache write takes well under a
@@ -225,6 +229,21 @@ public final class ServerMetrics: IngestMetrics, Sendable {
 
     func captureFailed() {
         captureFailures.increment()
+    }
+
+    /// One series per agent (agent ids are authenticated identities, so their number is the
+    /// fleet's); each keeps the agent's latest estimate after it disconnects.
+    func agentClock(_ agentID: String, _ estimate: ClockEstimator.Estimate) {
+        let labels = [("agent", agentID)]
+        func set(_ name: String, _ help: String, _ value: Double) {
+            registry.makeGauge(descriptor: Self.descriptor(name, help), labels: labels).set(value)
+        }
+        set(Name.agentClockOffset, "The agent's monotonic clock minus the server's, as the clock model estimates it.", Double(estimate.offset) / 1e9)
+        set(Name.agentClockDrift, "How much faster the agent's clock runs than the server's, parts per million.", estimate.driftPPM)
+        set(Name.agentClockUncertainty, "One standard deviation of the clock offset estimate (path asymmetry not included).",
+            Double(estimate.uncertainty) / 1e9)
+        set(Name.agentMinRoundTrip, "The smallest heartbeat round trip the clock estimate rests on; half of it bounds the asymmetry error.",
+            Double(estimate.roundTrip) / 1e9)
     }
 
     func queueBytesChanged(by delta: Int) {

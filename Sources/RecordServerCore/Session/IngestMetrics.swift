@@ -22,6 +22,8 @@ protocol IngestMetrics: Sendable {
     func catalogWriteFailed()
     /// An agent refused a start because a source cannot capture (`captureFailed`).
     func captureFailed()
+    /// The clock model's latest estimate for an agent (docs/architecture.md, "Clock model").
+    func agentClock(_ agentID: String, _ estimate: ClockEstimator.Estimate)
 }
 
 struct NoMetrics: IngestMetrics {
@@ -40,4 +42,5 @@ struct NoMetrics: IngestMetrics {
     func queueBytesChanged(by delta: Int) {}
     func catalogWriteFailed() {}
     func captureFailed() {}
+    func agentClock(_ agentID: String, _ estimate: ClockEstimator.Estimate) {}
 }

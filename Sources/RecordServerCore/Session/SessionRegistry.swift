@@ -95,11 +95,15 @@ actor SessionRegistry {
         events.publish(ServerEvent(type: .agentOffline, agentID: agentID))
     }
 
-    func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, clockOffsetMillis: Double? = nil, sessionID: String?) {
+    func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, clock: ClockEstimator.Estimate? = nil, sessionID: String?) {
         updateAgent(agentID, connection: connection) { info in
             info.lastSeen = Date()
             if let roundTripMillis { info.roundTripMillis = roundTripMillis }
-            if let clockOffsetMillis { info.clockOffsetMillis = clockOffsetMillis }
+            if let clock {
+                info.clock = AgentClock(clock)
+                info.clockOffsetMillis = info.clock?.offsetMillis
+                metrics.agentClock(agentID, clock)
+            }
             info.sessionID = sessionID
         }
     }

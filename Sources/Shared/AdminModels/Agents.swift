@@ -52,17 +52,19 @@ public struct ConnectedAgent: Codable, Sendable, Equatable {
     public var sessionID: String?
     /// The latest heartbeat round-trip time.
     public var roundTripMillis: Double?
-    /// How far the agent's monotonic clock is ahead of the server's, from the latest heartbeat
-    /// reply (protocol.md §6.4, NTP-style). The clocks count from each host's boot, so the value
-    /// is as large as the difference of the boot times; what tells is that it stays put (it
-    /// moves when one clock drifts against the other). On one host it is about 0.
+    /// How far the agent's monotonic clock is ahead of the server's: ``clock``'s offset, kept
+    /// at the top level for clients of the earlier API. The clocks count from each host's boot,
+    /// so the value is as large as the difference of the boot times; on one host it is about 0.
     public var clockOffsetMillis: Double?
+    /// The clock model's estimate of the agent's clock (docs/architecture.md, "Clock model");
+    /// nil until the first reply to the server's clock probes.
+    public var clock: AgentClock?
     /// The agent's latest refusal of a start because a source cannot capture; nil again once
     /// it opens a session.
     public var captureFailure: CaptureFailure?
 
     public init(id: String, address: String, softwareVersion: String, connectedAt: Date, lastSeen: Date,
-                sessionID: String? = nil, roundTripMillis: Double? = nil, clockOffsetMillis: Double? = nil,
+                sessionID: String? = nil, roundTripMillis: Double? = nil, clockOffsetMillis: Double? = nil, clock: AgentClock? = nil,
                 captureFailure: CaptureFailure? = nil) {
         self.id = id
         self.address = address
@@ -72,13 +74,14 @@ public struct ConnectedAgent: Codable, Sendable, Equatable {
         self.sessionID = sessionID
         self.roundTripMillis = roundTripMillis
         self.clockOffsetMillis = clockOffsetMillis
+        self.clock = clock
         self.captureFailure = captureFailure
     }
 
     enum CodingKeys: String, CodingKey {
         case id, address, softwareVersion = "software_version", connectedAt = "connected_at", lastSeen = "last_seen"
         case sessionID = "session_id", roundTripMillis = "round_trip_millis", clockOffsetMillis = "clock_offset_millis"
-        case captureFailure = "capture_failure"
+        case clock, captureFailure = "capture_failure"
     }
 
     /// Every key, nil as an explicit `null` (the synthesized encoding would leave it out).
@@ -92,7 +95,41 @@ public struct ConnectedAgent: Codable, Sendable, Equatable {
         try c.encode(sessionID, forKey: .sessionID)
         try c.encode(roundTripMillis, forKey: .roundTripMillis)
         try c.encode(clockOffsetMillis, forKey: .clockOffsetMillis)
+        try c.encode(clock, forKey: .clock)
         try c.encode(captureFailure, forKey: .captureFailure)
+    }
+}
+
+/// How an agent's monotonic clock runs against the server's, as the server's clock model
+/// estimates it from the heartbeat exchanges of the agent's connection (protocol.md §6.4).
+public struct AgentClock: Codable, Sendable, Equatable {
+    /// The agent's clock minus the server's, now.
+    public var offsetMillis: Double
+    /// How much faster the agent's clock runs, parts per million (0 until the exchanges span 20 s).
+    public var driftPPM: Double
+    /// One standard deviation of the offset as the exchanges scatter; path asymmetry not included.
+    public var uncertaintyMillis: Double
+    /// The most a constant difference between the path's two directions can move the offset
+    /// unseen: half the smallest round trip.
+    public var asymmetryBoundMillis: Double
+    /// The smallest round trip among the exchanges the estimate rests on.
+    public var minRoundTripMillis: Double
+    /// How many exchanges the estimate rests on (one a second, over the last ten minutes).
+    public var exchanges: Int
+
+    public init(offsetMillis: Double, driftPPM: Double, uncertaintyMillis: Double, asymmetryBoundMillis: Double,
+                minRoundTripMillis: Double, exchanges: Int) {
+        self.offsetMillis = offsetMillis
+        self.driftPPM = driftPPM
+        self.uncertaintyMillis = uncertaintyMillis
+        self.asymmetryBoundMillis = asymmetryBoundMillis
+        self.minRoundTripMillis = minRoundTripMillis
+        self.exchanges = exchanges
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case offsetMillis = "offset_millis", driftPPM = "drift_ppm", uncertaintyMillis = "uncertainty_millis"
+        case asymmetryBoundMillis = "asymmetry_bound_millis", minRoundTripMillis = "min_round_trip_millis", exchanges
     }
 }
 

@@ -31,11 +31,13 @@ final class ServerWithAgent: @unchecked Sendable {
 
     func start() async throws { try await server.start(logger: Self.logger) }
 
-    /// Starts a capture agent that waits for the server's commands (no self-started session).
-    func startAgent(id: String, sources: [String] = ["front=test:320x240@30", "tone=test:audio"]) async throws {
+    /// Starts a capture agent that waits for the server's commands (no self-started session),
+    /// stamping with `clock`.
+    func startAgent(id: String, sources: [String] = ["front=test:320x240@30", "tone=test:audio"],
+                    clock: any MonotonicClock = SystemMonotonicClock()) async throws {
         let settings = try server.agentSettings(agentID: id, port: try #require(server.running?.ingestPort), sources: sources, record: false)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let agent = try AgentRuntime(settings: settings, logger: Self.logger, group: group)
+        let agent = try AgentRuntime(settings: settings, clock: clock, logger: Self.logger, group: group)
         self.group = group
         self.agent = agent
         agentTask = Task { try await agent.run() }

@@ -1,0 +1,182 @@
+import DequeModule
+import AdminModels
+
+/// How an agent's monotonic clock runs against the server's, estimated from the heartbeat
+/// exchanges of its connection (docs/architecture.md, "Clock model"). Sans-I/O: it is given
+/// exchanges and answers with an estimate; the connection decides when to probe.
+///
+/// Each exchange gives an offset (agent minus server) whose error is half the difference of
+/// the two directions' delays. Queueing only ever adds delay, so an exchange whose round trip
+/// is close to the smallest one seen around it went through nearly empty queues both ways, and
+/// its offset is good to about half its *excess* round trip. The estimator therefore:
+///
+/// 1. keeps the exchanges of the last ``window`` (bounded in count too);
+/// 2. compares each one's round trip with the smallest within ``localSpan`` of it (so a path
+///    whose base delay changes is judged against its own recent best, not a stale minimum);
+/// 3. weights it 1 / (c² + excess²), with c half the median excess (at least the timing noise):
+///    on a path with ±10 ms of jitter a delay spike of 50 ms weighs 1/70 of a clean exchange;
+/// 4. fits offset = a + b·t by weighted least squares over the server's time: `b` is the drift,
+///    fitted once the exchanges span ``driftSpan`` (before that the drift is taken as 0);
+/// 5. reports the offset at the newest exchange, the drift, the smallest round trip, and a
+///    one-sigma uncertainty (the larger of what the weights predict and what the residuals show).
+///
+/// What it cannot see: a path whose two directions differ by a constant Δ moves every offset
+/// by Δ/2, and no two-way exchange can tell (``Estimate/asymmetryBound`` bounds it by half the
+/// smallest round trip, since neither direction can take less than nothing).
+struct ClockEstimator: Sendable {
+    struct Estimate: Sendable, Equatable {
+        /// The agent's clock minus the server's at server time ``at``, nanoseconds.
+        var offset: Int64
+        /// Server monotonic nanoseconds the offset belongs to (the newest exchange).
+        var at: Int64
+        /// How much faster the agent's clock runs than the server's, parts per million.
+        var driftPPM: Double
+        /// The smallest round trip among the exchanges of the window, nanoseconds.
+        var roundTrip: Int64
+        /// One standard deviation of ``offset`` as the exchanges scatter, nanoseconds. Path
+        /// asymmetry is not in it (``asymmetryBound``).
+        var uncertainty: Int64
+        /// Exchanges the estimate rests on.
+        var exchanges: Int
+
+        /// The most a constant difference between the two directions can move ``offset``
+        /// without any exchange showing it: half the smallest round trip.
+        var asymmetryBound: Int64 { roundTrip / 2 }
+
+        /// The offset at server time `t`, following the drift.
+        func offset(atServerTime t: Int64) -> Int64 {
+            offset &+ Int64((Double(t &- at) * driftPPM / 1e6).rounded())
+        }
+
+        /// The server time at which the agent's clock reads `agentTime`: the `s` with
+        /// `agentTime − s = offset(atServerTime: s)`.
+        func serverTime(forAgentTime agentTime: Int64) -> Int64 {
+            // agentTime − offset − at = (s − at)(1 + drift)
+            let sinceAt = Double(agentTime &- offset &- at) / (1 + driftPPM / 1e6)
+            return at &+ Int64(sinceAt.rounded())
+        }
+    }
+
+    /// How far back exchanges count, nanoseconds of server time.
+    let window: Int64
+    /// The most exchanges kept (a bound on memory whatever the probing rate).
+    let capacity: Int
+    /// Exchanges within this much server time of each other are judged against the same
+    /// smallest round trip, nanoseconds.
+    let localSpan: Int64
+    /// The timing noise of one clean exchange, nanoseconds: the weight of an exchange with no
+    /// excess round trip, and the floor of the uncertainty.
+    let noiseFloor: Int64
+    /// The drift is fitted once the exchanges span this much server time, nanoseconds.
+    let driftSpan: Int64
+    /// A fitted drift beyond this is clamped (crystals stay within ±100 ppm; a larger figure
+    /// is noise over a short span, or a clock that is not a clock).
+    let maxDriftPPM: Double
+
+    private var exchanges = Deque<ClockExchange>()
+    /// Exchanges refused as impossible (see ``ClockExchange/isPlausible``).
+    private(set) var implausible = 0
+    private(set) var estimate: Estimate?
+
+    init(window: Int64 = 600_000_000_000, capacity: Int = 512, localSpan: Int64 = 30_000_000_000,
+         noiseFloor: Int64 = 500_000, driftSpan: Int64 = 20_000_000_000, maxDriftPPM: Double = 1000) {
+        self.window = window
+        self.capacity = capacity
+        self.localSpan = localSpan
+        self.noiseFloor = noiseFloor
+        self.driftSpan = driftSpan
+        self.maxDriftPPM = maxDriftPPM
+    }
+
+    /// Takes one exchange and updates ``estimate``; false (and nothing changes) when the
+    /// exchange is impossible or older than the newest one taken.
+    @discardableResult
+    mutating func add(_ exchange: ClockExchange) -> Bool {
+        guard exchange.isPlausible, exchanges.last.map({ exchange.serverMidpoint > $0.serverMidpoint }) ?? true else {
+            implausible += 1
+            return false
+        }
+        exchanges.append(exchange)
+        while exchanges.count > capacity { exchanges.removeFirst() }
+        while let first = exchanges.first, exchange.serverMidpoint - first.serverMidpoint > window { exchanges.removeFirst() }
+        estimate = fit()
+        return true
+    }
+
+    /// Each exchange's round trip minus the smallest one within `span` of it: a sliding-window
+    /// minimum over the ascending times, linear in the number of exchanges.
+    private static func excessRoundTrips(times: [Double], trips: [Int64], span: Double) -> [Int64] {
+        // Minima of the window [times[i] - span, times[i] + span], as a monotonic queue of indices.
+        var queue = Deque<Int>()
+        var next = 0
+        var excesses: [Int64] = []
+        excesses.reserveCapacity(trips.count)
+        for i in times.indices {
+            while next < times.count, times[next] <= times[i] + span {
+                while let last = queue.last, trips[last] >= trips[next] { queue.removeLast() }
+                queue.append(next)
+                next += 1
+            }
+            while let first = queue.first, times[first] < times[i] - span { queue.removeFirst() }
+            excesses.append(trips[i] - trips[queue.first!])
+        }
+        return excesses
+    }
+
+    private func fit() -> Estimate? {
+        guard let newest = exchanges.last else { return nil }
+        // Work in milliseconds relative to the newest exchange: small numbers, full precision.
+        let reference = newest.serverMidpoint
+        let referenceOffset = newest.offset
+        let ms = 1e6
+        let floor = Double(noiseFloor) / ms
+        let times = exchanges.map { Double($0.serverMidpoint &- reference) / ms }
+        let offsets = exchanges.map { Double($0.offset &- referenceOffset) / ms }
+        let trips = exchanges.map(\.roundTrip)
+        let excesses = Self.excessRoundTrips(times: times, trips: trips, span: Double(localSpan) / ms).map { Double($0) / ms }
+        // Even the best exchange of a stretch went through some queueing: on a jittery path its
+        // error is a fraction of the typical excess, not the timing noise. Weighting by
+        // 1 / (c² + excess²) with c half the median excess lets the good exchanges
+        // average each other instead of one of them ruling each stretch.
+        let typical = excesses.sorted()[excesses.count / 2]
+        let c = max(floor, typical / 2)
+        let weights = excesses.map { 1 / (c * c + $0 * $0) }
+        let total = weights.reduce(0, +)
+        let meanTime = zip(weights, times).reduce(0) { $0 + $1.0 * $1.1 } / total
+        let meanOffset = zip(weights, offsets).reduce(0) { $0 + $1.0 * $1.1 } / total
+        var sxx = 0.0
+        var sxy = 0.0
+        for i in times.indices {
+            sxx += weights[i] * (times[i] - meanTime) * (times[i] - meanTime)
+            sxy += weights[i] * (times[i] - meanTime) * (offsets[i] - meanOffset)
+        }
+        let fitsDrift = exchanges.count >= 3 && Double(newest.serverMidpoint &- exchanges.first!.serverMidpoint) >= Double(driftSpan) && sxx > 0
+        let slope = fitsDrift ? min(max(sxy / sxx, -maxDriftPPM / 1e6), maxDriftPPM / 1e6) : 0
+        let offsetNow = meanOffset + slope * (0 - meanTime)
+        // The uncertainty of the fitted offset now, the larger of two figures: what the model
+        // expects (an exchange's error is uniform within ± half its excess round trip, so its
+        // variance is about (c² + excess²) / 12 = 1 / (12 w)), and what the residuals show
+        // (the sandwich estimate). Each exchange counts through its leverage on the offset now.
+        var modelVariance = 0.0
+        var observedVariance = 0.0
+        for i in times.indices {
+            var leverage = weights[i] / total
+            if fitsDrift { leverage += weights[i] * (times[i] - meanTime) * (0 - meanTime) / sxx }
+            let residual = offsets[i] - (meanOffset + slope * (times[i] - meanTime))
+            modelVariance += leverage * leverage / (12 * weights[i])
+            observedVariance += leverage * leverage * residual * residual
+        }
+        let standardError = (max(modelVariance, observedVariance) + floor * floor).squareRoot()
+        return Estimate(offset: referenceOffset &+ Int64((offsetNow * ms).rounded()), at: reference, driftPPM: slope * 1e6,
+                        roundTrip: trips.min()!, uncertainty: Int64((standardError * ms).rounded()), exchanges: exchanges.count)
+    }
+}
+
+extension AgentClock {
+    /// What the admin API shows of an estimate.
+    init(_ estimate: ClockEstimator.Estimate) {
+        self.init(offsetMillis: Double(estimate.offset) / 1e6, driftPPM: estimate.driftPPM, uncertaintyMillis: Double(estimate.uncertainty) / 1e6,
+                  asymmetryBoundMillis: Double(estimate.asymmetryBound) / 1e6, minRoundTripMillis: Double(estimate.roundTrip) / 1e6,
+                  exchanges: estimate.exchanges)
+    }
+}
