@@ -78,13 +78,15 @@ struct ClockModelTests {
         }
     }
 
-    @Test("within 4 ms after one minute, the length of the short bench, and within 3σ")
+    /// Before two minutes the drift is not fitted (a slope from a minute of jittery exchanges
+    /// costs more than it gains) and the offset is the last 30 s's weighted mean.
+    @Test("within 6 ms after one minute, the length of the short bench, and within 3σ")
     func convergesWithinAMinute() throws {
         for seed in UInt64(11)...20 {
             let (estimator, link) = Self.run(seconds: 60, link: SimulatedLink(random: SplitMix64(seed: seed)))
             let estimate = try #require(estimator.estimate)
             let error = estimate.offset - link.trueOffset(at: estimate.at)
-            #expect(abs(error) <= 4_000_000, "seed \(seed): offset off by \(Double(error) / 1e6) ms")
+            #expect(abs(error) <= 6_000_000, "seed \(seed): offset off by \(Double(error) / 1e6) ms")
             #expect(abs(error) <= 3 * estimate.uncertainty, "seed \(seed): error \(error) ns beyond 3σ = \(3 * estimate.uncertainty) ns")
         }
     }
@@ -138,7 +140,7 @@ struct ClockModelTests {
 
     /// Maps a 30 fps track and a 50 packets/s track of the simulated agent over 10 minutes,
     /// updating the mapping at every exchange, the way a session does.
-    @Test("mapping: strictly increasing, slew-bounded, never stepping, within 2 ms of the truth once settled")
+    @Test("mapping: strictly increasing, slew-bounded, never stepping, within 2 ms of the truth after 3 minutes")
     func mappingIsSmoothAndConverges() throws {
         var link = SimulatedLink(driftPPM: -100, random: SplitMix64(seed: 3))
         var estimator = ClockEstimator()
@@ -161,11 +163,11 @@ struct ClockModelTests {
                 if firstMapped.count < 50 { firstMapped.append((agent, server)) }
                 if step % 20_000_000 == 0 { try Self.checkStep(&lastAudio, agent: agent, server: server, drift: link.driftPPM) }
                 if step % 30_000_000 == 0 { try Self.checkStep(&lastVideo, agent: agent, server: server, drift: link.driftPPM) }
-                if capture - start > 120_000_000_000 { worstLate = max(worstLate, abs(server - capture)) }
+                if capture - start > 180_000_000_000 { worstLate = max(worstLate, abs(server - capture)) }
             }
             t += link.interval
         }
-        #expect(worstLate <= 2_000_000, "after 2 minutes a sample maps to within \(Double(worstLate) / 1e6) ms of its true server time")
+        #expect(worstLate <= 2_000_000, "after 3 minutes a sample maps to within \(Double(worstLate) / 1e6) ms of its true server time")
         #expect(mapping.steps == 0)
         for (agent, server) in firstMapped {
             let again = mapping.serverTime(forAgentTime: agent)

@@ -6,7 +6,7 @@
 #   recording.mp4  the finished recording      agent.log, server.log  both logs
 #   agent.status   capture-agent's exit status  facts.env            what the scenario did
 #
-# usage (guest): guest.sh camera-yuyv | camera-disconnect | microphones | drift | mjpeg
+# usage (guest): guest.sh camera-yuyv | camera-disconnect | microphones | drift | mjpeg | multihost-clock
 set -uo pipefail
 
 scenario=$1
@@ -20,9 +20,9 @@ fact() { echo "$1=$2" >> "$out/facts.env"; }
 fact accelerator "${BENCH_ACCELERATOR:-unknown}"
 
 server_pid=""
-start_server() {
-  "$BIN/record-server" --listen 127.0.0.1:7443 --admin-listen 127.0.0.1:7444 --data-dir "$data" \
-    --ca "$pki/ca/ca.pem" --cert "$pki/server.pem" --key "$pki/server-key.pem" \
+start_server() {  # [LISTEN [CERTIFICATE-NAME]]
+  "$BIN/record-server" --listen "${1:-127.0.0.1:7443}" --admin-listen 127.0.0.1:7444 --data-dir "$data" \
+    --ca "$pki/ca/ca.pem" --cert "$pki/${2:-server}.pem" --key "$pki/${2:-server}-key.pem" \
     --admin-token-file "$pki/admin-token" > "$out/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do
@@ -135,6 +135,24 @@ case "$scenario" in
     start_server || exit 1
     record 10 'front=v4l2:/dev/video10?size=1280x720&fps=30&format=MJPG'
     kill $(jobs -p) 2>/dev/null
+    ;;
+  multihost-clock)
+    # Three hosts: one network namespace per agent behind a veth on a bridge, netem on both
+    # directions (delays changing every 20 s, 10 ms jitter, a fixed asymmetry per agent), each
+    # agent's clock offset by hours and drifting (--clock-offset, --clock-drift-ppm). The server
+    # runs in the root namespace on 10.0.0.1; multihost_clock.py drives the rest.
+    ip link set lo up
+    ip link add br0 type bridge && ip addr add 10.0.0.1/24 dev br0 && ip link set br0 up || exit 1
+    for k in 1 2 3; do
+      ip netns add "h$k" && ip link add "v$k" type veth peer name "e$k" netns "h$k" || exit 1
+      ip link set "v$k" master br0 up
+      ip -n "h$k" addr add "10.0.0.$((k + 1))/24" dev "e$k"
+      ip -n "h$k" link set "e$k" up && ip -n "h$k" link set lo up
+    done
+    start_server 0.0.0.0:7443 server-multihost || exit 1
+    fact recording_seconds "${MULTIHOST_SECONDS:-90}"
+    python3 "$(dirname "$0")/multihost_clock.py" "$out" "$BIN" "$pki" "${MULTIHOST_SECONDS:-90}" > "$out/driver.log" 2>&1
+    echo $? > "$out/agent.status"
     ;;
   *)
     echo "guest: unknown scenario $scenario" >&2; exit 2 ;;

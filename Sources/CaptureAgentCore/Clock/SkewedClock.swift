@@ -12,7 +12,7 @@ public struct SkewedClock: MonotonicClock {
     public let offset: Int64
     public let driftPPM: Double
     /// CLOCK_MONOTONIC when the clock was made: the drift accumulates from here.
-    private let anchor: Int64
+    public let anchor: Int64
     private let system = SystemMonotonicClock()
 
     public init(offset: Int64, driftPPM: Double) {

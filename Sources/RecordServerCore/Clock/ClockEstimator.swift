@@ -13,10 +13,14 @@ import AdminModels
 /// 1. keeps the exchanges of the last ``window`` (bounded in count too);
 /// 2. compares each one's round trip with the smallest within ``localSpan`` of it (so a path
 ///    whose base delay changes is judged against its own recent best, not a stale minimum);
-/// 3. weights it 1 / (c² + excess²), with c half the median excess (at least the timing noise):
-///    on a path with ±10 ms of jitter a delay spike of 50 ms weighs 1/70 of a clean exchange;
+/// 3. weights it 1 / (c² + excess²), with c half the median excess (at least the timing noise,
+///    at most 5 ms): on a path with ±10 ms of jitter a delay spike of 50 ms weighs 1/70 of a
+///    clean exchange;
 /// 4. fits offset = a + b·t by weighted least squares over the server's time: `b` is the drift,
-///    fitted once the exchanges span ``driftSpan`` (before that the drift is taken as 0);
+///    fitted once the exchanges span ``driftSpan``, two minutes (before that the drift is taken
+///    as 0 and the offset is the weighted mean of the last 30 s, which a ±100 ppm clock moves
+///    by at most 1.5 ms), and
+///    shrunk towards 0 by a ±200 ppm prior where the exchanges say little;
 /// 5. reports the offset at the newest exchange, the drift, the smallest round trip, and a
 ///    one-sigma uncertainty (the larger of what the weights predict and what the residuals show).
 ///
@@ -73,13 +77,20 @@ struct ClockEstimator: Sendable {
     /// is noise over a short span, or a clock that is not a clock).
     let maxDriftPPM: Double
 
+    /// The largest weighting scale c, nanoseconds (see ``fit()``).
+    static let maxNoiseScale: Int64 = 5_000_000
+    /// The drift's prior spread, ppm.
+    static let driftPrior = 200.0
+    /// Before the drift is fitted, the offset is the weighted mean of this much, nanoseconds.
+    static let recentSpan: Int64 = 30_000_000_000
+
     private var exchanges = Deque<ClockExchange>()
     /// Exchanges refused as impossible (see ``ClockExchange/isPlausible``).
     private(set) var implausible = 0
     private(set) var estimate: Estimate?
 
     init(window: Int64 = 600_000_000_000, capacity: Int = 512, localSpan: Int64 = 30_000_000_000,
-         noiseFloor: Int64 = 500_000, driftSpan: Int64 = 20_000_000_000, maxDriftPPM: Double = 1000) {
+         noiseFloor: Int64 = 500_000, driftSpan: Int64 = 120_000_000_000, maxDriftPPM: Double = 1000) {
         self.window = window
         self.capacity = capacity
         self.localSpan = localSpan
@@ -138,9 +149,19 @@ struct ClockEstimator: Sendable {
         // error is a fraction of the typical excess, not the timing noise. Weighting by
         // 1 / (c² + excess²) with c half the median excess lets the good exchanges
         // average each other instead of one of them ruling each stretch.
+        // c is capped: on a path where most exchanges queued for a long time (a starved host),
+        // a c grown with them would weigh the worst like the best.
         let typical = excesses.sorted()[excesses.count / 2]
-        let c = max(floor, typical / 2)
-        let weights = excesses.map { 1 / (c * c + $0 * $0) }
+        let c = min(max(floor, typical / 2), Double(Self.maxNoiseScale) / ms)
+        var weights = excesses.map { 1 / (c * c + $0 * $0) }
+        // Until the drift can be fitted, a constant is: over the last recentSpan only, so that
+        // a drifting clock's older offsets do not hold the estimate back.
+        let span: Int64 = newest.serverMidpoint &- exchanges.first!.serverMidpoint
+        let fitsDrift = exchanges.count >= 3 && span >= driftSpan
+        let recent = -Double(Self.recentSpan) / ms
+        if !fitsDrift, times.filter({ $0 >= recent }).count >= 3 {
+            for i in times.indices where times[i] < recent { weights[i] = 0 }
+        }
         let total = weights.reduce(0, +)
         let meanTime = zip(weights, times).reduce(0) { $0 + $1.0 * $1.1 } / total
         let meanOffset = zip(weights, offsets).reduce(0) { $0 + $1.0 * $1.1 } / total
@@ -150,8 +171,12 @@ struct ClockEstimator: Sendable {
             sxx += weights[i] * (times[i] - meanTime) * (times[i] - meanTime)
             sxy += weights[i] * (times[i] - meanTime) * (offsets[i] - meanOffset)
         }
-        let fitsDrift = exchanges.count >= 3 && Double(newest.serverMidpoint &- exchanges.first!.serverMidpoint) >= Double(driftSpan) && sxx > 0
-        let slope = fitsDrift ? min(max(sxy / sxx, -maxDriftPPM / 1e6), maxDriftPPM / 1e6) : 0
+        // The slope is shrunk towards 0 by a prior of ±200 ppm (what crystals do), through the
+        // model variance 1 / (12 w) of each exchange: with many good exchanges the prior does
+        // nothing; with a few noisy ones over a short span it keeps a bogus slope from being
+        // extrapolated into the offset.
+        let prior = Self.driftPrior / 1e6
+        let slope = fitsDrift && sxx > 0 ? min(max(sxy / (sxx + 1 / (12 * prior * prior)), -maxDriftPPM / 1e6), maxDriftPPM / 1e6) : 0
         let offsetNow = meanOffset + slope * (0 - meanTime)
         // The uncertainty of the fitted offset now, the larger of two figures: what the model
         // expects (an exchange's error is uniform within ± half its excess round trip, so its
@@ -159,9 +184,9 @@ struct ClockEstimator: Sendable {
         // (the sandwich estimate). Each exchange counts through its leverage on the offset now.
         var modelVariance = 0.0
         var observedVariance = 0.0
-        for i in times.indices {
+        for i in times.indices where weights[i] > 0 {
             var leverage = weights[i] / total
-            if fitsDrift { leverage += weights[i] * (times[i] - meanTime) * (0 - meanTime) / sxx }
+            if fitsDrift, sxx > 0 { leverage += weights[i] * (times[i] - meanTime) * (0 - meanTime) / sxx }
             let residual = offsets[i] - (meanOffset + slope * (times[i] - meanTime))
             modelVariance += leverage * leverage / (12 * weights[i])
             observedVariance += leverage * leverage * residual * residual

@@ -105,7 +105,7 @@ public struct ConnectedAgent: Codable, Sendable, Equatable {
 public struct AgentClock: Codable, Sendable, Equatable {
     /// The agent's clock minus the server's, now.
     public var offsetMillis: Double
-    /// How much faster the agent's clock runs, parts per million (0 until the exchanges span 20 s).
+    /// How much faster the agent's clock runs, parts per million (0 until the exchanges span 2 minutes).
     public var driftPPM: Double
     /// One standard deviation of the offset as the exchanges scatter; path asymmetry not included.
     public var uncertaintyMillis: Double

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Runs INSIDE the bench's guest (scripts/hardware/guest.sh multihost-clock), after the
+network namespaces h1..h3 exist and record-server listens on 10.0.0.1.
+
+Starts one capture-agent per namespace with its own injected clock (--clock-offset,
+--clock-drift-ppm), changes each agent's netem delays every STEP seconds (base 20-80 ms,
+jitter 10 ms, the two directions differing by a fixed asymmetry per agent), and polls the
+server's GET /v1/agents once a second. Writes, into OUT:
+  polls.jsonl   {"t": CLOCK_MONOTONIC ns, "agents": {id: clock object or null}, "netem": {id: [fwd, back]}}
+  truth.json    {id: {"offset_ns", "drift_ppm", "anchor_ns", "asymmetry_ms"}} from each agent's log
+  agent-hK.log  each agent's log; agent-hK.status its exit status
+Tests/HardwareBenchTests (MultihostClockBenchTests) judges them.
+
+usage: multihost_clock.py OUT BIN PKI SECONDS
+"""
+import json, os, re, subprocess, sys, time, urllib.request
+
+out, binary, pki, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+STEP = 20
+# Per agent: clock offset (s), drift (ppm), asymmetry (forward minus back, ms).
+AGENTS = {1: (10800, 100, 10), 2: (3600.25, -100, 0), 3: (25200.5, 37, -20)}
+BASES = [20, 50, 80, 35, 65, 25, 75, 45]
+token = open(os.path.join(pki, "admin-token")).read().strip()
+
+def mono():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+def netem(k, phase):
+    base = BASES[(phase + 2 * k) % len(BASES)]
+    asym = AGENTS[k][2]
+    fwd, back = base + max(asym, 0), base + max(-asym, 0)
+    # v<k> is the bridge's port towards namespace h<k>: its egress is server -> agent.
+    subprocess.run(["tc", "qdisc", "replace", "dev", f"v{k}", "root", "netem", "delay", f"{fwd}ms", "10ms"], check=True)
+    subprocess.run(["ip", "netns", "exec", f"h{k}", "tc", "qdisc", "replace", "dev", f"e{k}", "root", "netem",
+                    "delay", f"{back}ms", "10ms"], check=True)
+    return [fwd, back]
+
+state = {f"clock-h{k}": netem(k, 0) for k in AGENTS}
+agents = {}
+for k, (offset, drift, _) in AGENTS.items():
+    log = open(os.path.join(out, f"agent-h{k}.log"), "w")
+    agents[k] = subprocess.Popen(
+        ["ip", "netns", "exec", f"h{k}", os.path.join(binary, "capture-agent"), "run", "--server", "10.0.0.1:7443",
+         "--ca", f"{pki}/ca/ca.pem", "--cert", f"{pki}/clock-h{k}.pem", "--key", f"{pki}/clock-h{k}-key.pem",
+         "--agent-id", f"clock-h{k}", "--session-id", f"clock-h{k}", "--record", "--duration", str(seconds),
+         "--stop-timeout", "90", "--clock-offset", str(offset), f"--clock-drift-ppm={drift}",
+         "--test-sources-on-whole-seconds", "--preset", "ultrafast", "--opus-complexity", "0", "--log-level", "info",
+         "--source", "front=test:160x120@5", "--source", "tone=test:audio"],
+        stdout=log, stderr=subprocess.STDOUT)
+
+start = mono()
+phase = 0
+with open(os.path.join(out, "polls.jsonl"), "w") as polls:
+    while mono() - start < (seconds + 5) * 1_000_000_000:
+        if (mono() - start) // (STEP * 1_000_000_000) > phase:
+            phase += 1
+            state = {f"clock-h{k}": netem(k, phase) for k in AGENTS}
+        request = urllib.request.Request("http://127.0.0.1:7444/v1/agents", headers={"Authorization": f"Bearer {token}"})
+        try:
+            listing = json.load(urllib.request.urlopen(request, timeout=5))
+            t = mono()
+            clocks = {a["id"]: a.get("clock") for a in listing["agents"]}
+            polls.write(json.dumps({"t": t, "agents": clocks, "netem": state}) + "\n")
+            polls.flush()
+        except Exception as error:  # a slow answer under TCG: the next poll counts
+            print(f"multihost_clock: poll failed: {error}", file=sys.stderr)
+        time.sleep(1)
+
+for k, process in agents.items():
+    try:
+        status = process.wait(timeout=150)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        status = "killed"
+    open(os.path.join(out, f"agent-h{k}.status"), "w").write(f"{status}\n")
+
+truth = {}
+pattern = re.compile(r"stamping with CLOCK_MONOTONIC \+ (-?\d+) ns, (-?[\d.]+) ppm fast from CLOCK_MONOTONIC (\d+) ns")
+for k in AGENTS:
+    match = pattern.search(open(os.path.join(out, f"agent-h{k}.log")).read())
+    if match:
+        truth[f"clock-h{k}"] = {"offset_ns": int(match.group(1)), "drift_ppm": float(match.group(2)),
+                                "anchor_ns": int(match.group(3)), "asymmetry_ms": AGENTS[k][2]}
+json.dump(truth, open(os.path.join(out, "truth.json"), "w"), indent=1)
