@@ -36,6 +36,14 @@ if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ] && [ "$(cat "$schemathesis_venv/.selenium
   "$schemathesis_venv/bin/pip" install -q --disable-pip-version-check "selenium==$selenium_version"
   echo "$selenium_version" > "$schemathesis_venv/.selenium-installed"
 fi
+# botocore (PyPI), AWS's own request signer: the independent reference the S3 signer is checked
+# against (Tests/ObjectStorageTests, scripts/lib/sigv4_reference.py); same environment, pinned.
+botocore_version=1.43.11
+if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ] && [ "$(cat "$schemathesis_venv/.botocore-installed" 2>/dev/null)" != "$botocore_version" ]; then
+  echo "bootstrap: installing botocore $botocore_version into $schemathesis_venv" >&2
+  "$schemathesis_venv/bin/pip" install -q --disable-pip-version-check "botocore==$botocore_version"
+  echo "$botocore_version" > "$schemathesis_venv/.botocore-installed"
+fi
 
 if ! command -v swift >/dev/null 2>&1; then
   for candidate in /opt/swift/usr/bin /usr/share/swift/usr/bin; do

@@ -98,12 +98,6 @@ enum BenchResults {
 
     static var enabled: Bool { directory != nil && unavailableReason == nil }
 
-    /// Whether `scenario` ran into the results (for scenarios not run by default).
-    static func ran(_ scenario: String) -> Bool {
-        guard enabled, let directory else { return false }
-        return FileManager.default.fileExists(atPath: directory.appendingPathComponent(scenario).path)
-    }
-
     static func scenario(_ name: String) throws -> BenchScenario {
         guard let directory else { throw ToolError.unexpected("HARDWARE_BENCH_RESULTS is not set") }
         let dir = directory.appendingPathComponent(name, isDirectory: true)

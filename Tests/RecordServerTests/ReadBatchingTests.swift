@@ -390,3 +390,22 @@ private final class DrainCounter: ChannelInboundHandler {
         #expect(try channel.readInbound(as: InboundBatch.self)?.messages == nil)
     }
 }
+
+/// The server's heartbeat times are taken in the pipeline, not in the connection task.
+@Suite struct HeartbeatStampingTests {
+    @Test func heartbeatsAndRepliesAreStampedWhenTheyReachThePipeline() throws {
+        let clock = NIOLockedValueBox<Int64>(5_000)
+        let channel = EmbeddedChannel(handler: HeartbeatStampingHandler(now: { clock.withLockedValue { $0 } }))
+        try channel.writeOutbound(Message.heartbeat(Heartbeat(nonce: 7, originTime: 1)))
+        #expect(try channel.readOutbound(as: Message.self) == .heartbeat(Heartbeat(nonce: 7, originTime: 5_000)))
+        clock.withLockedValue { $0 = 9_000 }
+        try channel.writeOutbound(Message.heartbeatReply(HeartbeatReply(nonce: 3, originTime: 10, receiveTime: 8_000, transmitTime: 8_000)))
+        #expect(try channel.readOutbound(as: Message.self) == .heartbeatReply(HeartbeatReply(nonce: 3, originTime: 10, receiveTime: 8_000, transmitTime: 9_000)))
+        // A reply is never sent before its heartbeat arrived, whatever the clock says.
+        try channel.writeOutbound(Message.heartbeatReply(HeartbeatReply(nonce: 4, originTime: 10, receiveTime: 9_500, transmitTime: 9_500)))
+        #expect(try channel.readOutbound(as: Message.self) == .heartbeatReply(HeartbeatReply(nonce: 4, originTime: 10, receiveTime: 9_500, transmitTime: 9_500)))
+        let ack = Message.ack(Ack(sessionID: try SessionID(validating: "s-1"), sequence: 9))
+        try channel.writeOutbound(ack)
+        #expect(try channel.readOutbound(as: Message.self) == ack)
+    }
+}

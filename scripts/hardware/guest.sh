@@ -150,8 +150,10 @@ case "$scenario" in
       ip -n "h$k" link set "e$k" up && ip -n "h$k" link set lo up
     done
     start_server 0.0.0.0:7443 server-multihost || exit 1
-    fact recording_seconds "${MULTIHOST_SECONDS:-90}"
-    python3 "$(dirname "$0")/multihost_clock.py" "$out" "$BIN" "$pki" "${MULTIHOST_SECONDS:-90}" > "$out/driver.log" 2>&1
+    fact recording_seconds "${MULTIHOST_SECONDS:-150}"
+    fact load "${MULTIHOST_LOAD:-idle}"
+    python3 "$(dirname "$0")/multihost_clock.py" "$out" "$BIN" "$pki" "${MULTIHOST_SECONDS:-150}" "${MULTIHOST_LOAD:-idle}" \
+      > "$out/driver.log" 2>&1
     echo $? > "$out/agent.status"
     ;;
   *)

@@ -11,11 +11,16 @@ server's GET /v1/agents once a second. Writes, into OUT:
   agent-hK.log  each agent's log; agent-hK.status its exit status
 Tests/HardwareBenchTests (MultihostClockBenchTests) judges them.
 
-usage: multihost_clock.py OUT BIN PKI SECONDS
+usage: multihost_clock.py OUT BIN PKI SECONDS [idle|recording]
+  idle       the agents connect and wait: only the network and the clocks are measured
+  recording  each agent also records test:160x120@5 and test:audio for SECONDS; under TCG the
+             encoders starve the emulated CPUs, which delays every exchange (docs/benchmarks.md)
 """
 import json, os, re, subprocess, sys, time, urllib.request
 
 out, binary, pki, seconds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+load = sys.argv[5] if len(sys.argv) > 5 else "idle"
+assert load in ("idle", "recording"), load
 STEP = 20
 # Per agent: clock offset (s), drift (ppm), asymmetry (forward minus back, ms).
 AGENTS = {1: (10800, 100, 10), 2: (3600.25, -100, 0), 3: (25200.5, 37, -20)}
@@ -39,13 +44,14 @@ state = {f"clock-h{k}": netem(k, 0) for k in AGENTS}
 agents = {}
 for k, (offset, drift, _) in AGENTS.items():
     log = open(os.path.join(out, f"agent-h{k}.log"), "w")
-    agents[k] = subprocess.Popen(
-        ["ip", "netns", "exec", f"h{k}", os.path.join(binary, "capture-agent"), "run", "--server", "10.0.0.1:7443",
-         "--ca", f"{pki}/ca/ca.pem", "--cert", f"{pki}/clock-h{k}.pem", "--key", f"{pki}/clock-h{k}-key.pem",
-         "--agent-id", f"clock-h{k}", "--session-id", f"clock-h{k}", "--record", "--duration", str(seconds),
-         "--stop-timeout", "90", "--clock-offset", str(offset), f"--clock-drift-ppm={drift}",
-         "--test-sources-on-whole-seconds", "--preset", "ultrafast", "--opus-complexity", "0", "--log-level", "info",
-         "--source", "front=test:160x120@5", "--source", "tone=test:audio"],
+    command = ["ip", "netns", "exec", f"h{k}", os.path.join(binary, "capture-agent"), "run", "--server", "10.0.0.1:7443",
+               "--ca", f"{pki}/ca/ca.pem", "--cert", f"{pki}/clock-h{k}.pem", "--key", f"{pki}/clock-h{k}-key.pem",
+               "--agent-id", f"clock-h{k}", "--stop-timeout", "90", "--clock-offset", str(offset), f"--clock-drift-ppm={drift}",
+               "--test-sources-on-whole-seconds", "--preset", "ultrafast", "--opus-complexity", "0", "--log-level", "info",
+               "--source", "front=test:160x120@5", "--source", "tone=test:audio"]
+    if load == "recording":
+        command += ["--session-id", f"clock-h{k}", "--record", "--duration", str(seconds)]
+    agents[k] = subprocess.Popen(command,
         stdout=log, stderr=subprocess.STDOUT)
 
 start = mono()
@@ -67,6 +73,8 @@ with open(os.path.join(out, "polls.jsonl"), "w") as polls:
         time.sleep(1)
 
 for k, process in agents.items():
+    if load == "idle":
+        process.send_signal(2)  # SIGINT: an idle agent ends at once
     try:
         status = process.wait(timeout=150)
     except subprocess.TimeoutExpired:

@@ -112,5 +112,6 @@ struct IngestServer: Sendable {
         try sync.addHandler(ReadBatchingHandler(delay: readDelay))
         try sync.addHandler(MessageBatchDecoderHandler(limits: limits, guards: guards))
         try sync.addHandler(MessageEncoderHandler())
+        try sync.addHandler(HeartbeatStampingHandler())
     }
 }
