@@ -14,13 +14,12 @@ import AdminModels
 /// 2. compares each one's round trip with the smallest within ``localSpan`` of it (so a path
 ///    whose base delay changes is judged against its own recent best, not a stale minimum);
 /// 3. weights it 1 / (c² + excess²), with c half the median excess (at least the timing noise,
-///    at most 5 ms): on a path with ±10 ms of jitter a delay spike of 50 ms weighs 1/70 of a
-///    clean exchange;
+///    at most 5 ms): on a path with ±10 ms of jitter a delay spike of 50 ms weighs about 1/100
+///    of a clean exchange;
 /// 4. fits offset = a + b·t by weighted least squares over the server's time: `b` is the drift,
-///    fitted once the exchanges span ``driftSpan``, two minutes (before that the drift is taken
-///    as 0 and the offset is the weighted mean of the last 30 s, which a ±100 ppm clock moves
-///    by at most 1.5 ms), and
-///    shrunk towards 0 by a ±200 ppm prior where the exchanges say little;
+///    fitted once the exchanges span ``driftSpan`` (two minutes) and shrunk towards 0 by a
+///    ±200 ppm prior where the exchanges say little; before that the drift is taken as 0 and the
+///    offset is the weighted mean of the last 30 s, which a ±100 ppm clock moves by 1.5 ms at most;
 /// 5. reports the offset at the newest exchange, the drift, the smallest round trip, and a
 ///    one-sigma uncertainty (the larger of what the weights predict and what the residuals show).
 ///
