@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -15,12 +12,6 @@ import TestSupport
 /// `recordctl agents` must show them. The true offset is known here: both run on this machine.
 @Suite("Clock model, end to end")
 struct ClockModelEndToEndTests {
-    static func systemNanoseconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
-
     @Test("the server estimates an agent's clock offset and drift from heartbeats, and recordctl shows them")
     func estimatesAnInjectedOffsetAndDrift() async throws {
         let fixture = try ServerWithAgent()
@@ -35,7 +26,7 @@ struct ClockModelEndToEndTests {
             guard let clock = agent?["clock"] as? [String: Any], (clock["exchanges"] as? Int ?? 0) >= 125 else { return nil }
             return clock
         }
-        let truth = Double(skewed.now() - Self.systemNanoseconds()) / 1e6
+        let truth = Double(skewed.now() - SystemMonotonicClock().now()) / 1e6
         let offset = try #require(clock["offset_millis"] as? Double)
         let drift = try #require(clock["drift_ppm"] as? Double)
         // The estimate belongs to the newest exchange, at most ~1 s ago: 0.3 ms of drift since.
