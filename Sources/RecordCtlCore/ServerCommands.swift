@@ -382,12 +382,15 @@ struct EventsCommand: ParsableCommand {
     }
 }
 
-/// `recordctl start --agent ID [--label k=v]...`
+/// `recordctl start --agent ID [--agent ID]... [--label k=v]...`
 struct StartCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "start", abstract: "Ask a connected agent to start a recording session.")
+        commandName: "start", abstract: "Ask a connected agent to start a recording session; several --agent start one session across them.")
     @OptionGroup var connection: ConnectionOptions
-    @Option(help: ArgumentHelp("The connected agent to start.", valueName: "id")) var agent: String
+    @Option(name: .customLong("agent"), help: ArgumentHelp(
+        "The connected agent to start. Repeat it for one session across several agents (their tracks in one file, in this order).",
+        valueName: "id"))
+    var agents: [String] = []
     @Option(name: .customLong("label"), help: ArgumentHelp("A session label key=value (repeatable).", valueName: "key=value"))
     var labels: [String] = []
     @Option(help: ArgumentHelp("Wait up to this many seconds for the session to appear and print its id (0: do not wait).",
@@ -410,11 +413,21 @@ struct StartCommand: ParsableCommand {
 
     func validate() throws {
         _ = try parsedLabels()
+        guard !agents.isEmpty else { throw ValidationError("--agent is required") }
+        guard Set(agents).count == agents.count else { throw ValidationError("an agent is named twice in --agent") }
         guard wait >= 0 else { throw ValidationError("--wait must not be negative") }
     }
 
     func run() throws {
         let client = try connection.client()
+        guard agents.count == 1 else {
+            // The server answers once every agent has opened its part, or with why not.
+            let answer = try client.send(.POST, "/v1/sessions", body: StartSessionRequest(agents: agents, labels: try parsedLabels()))
+                .decode(ControlResponse.self)
+            print(json ? JSONOutput.pretty(answer) : "started session \(answer.sessionID ?? "?") across agents \(agents.joined(separator: ", "))")
+            return
+        }
+        let agent = agents[0]
         let before = wait > 0 ? Set(try Self.sessionIDs(client, agent: agent)) : []
         var answer = try client.send(.POST, "/v1/sessions", body: StartSessionRequest(agent: agent, labels: try parsedLabels()))
             .decode(ControlResponse.self)

@@ -75,7 +75,7 @@ struct DocumentedExamplesTests {
         let covered = Set(Self.examples.compactMap { Self.model(for: $0) }.map { String(describing: $0) })
         #expect(covered == ["ErrorResponse", "HealthResponse", "AgentListResponse", "SessionListResponse", "ControlResponse",
                             "RecordingListResponse", "RecordingDetailResponse", "ServerEvent"])
-        #expect(Self.examples.count == 25, "\(Self.examples.map(\.description).joined(separator: "\n"))")
+        #expect(Self.examples.count == 26, "\(Self.examples.map(\.description).joined(separator: "\n"))")
     }
 
     @Test(arguments: examples)

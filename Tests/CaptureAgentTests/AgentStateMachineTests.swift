@@ -194,7 +194,7 @@ struct AgentStateMachineTests {
         let reason = "back: /dev/video2: cannot open: No such file or directory"
         #expect(m.captureFailed(reason, now: 0).isEmpty, "nothing to tell before the handshake")
         _ = handshake(&m, now: 0)
-        #expect(m.received(.startSession(StartSession()), now: 0).contains(.startCapture(labels: [])))
+        #expect(m.received(.startSession(StartSession()), now: 0).contains(.startCapture(labels: [], at: nil)))
         let refusal = m.captureFailed(reason, now: 0)
         #expect(refusal.sent == [.error(ErrorReport(code: .captureFailed, scope: .session, message: reason))])
         #expect(m.sessionID == nil && m.isEstablished)
@@ -227,11 +227,18 @@ struct AgentStateMachineTests {
         #expect(m.sessionID == nil)
     }
 
+    @Test func aScheduledStartKeepsItsInstant() {
+        var m = machine()
+        _ = handshake(&m, now: 0)
+        let start = m.received(.startSession(StartSession(labels: [], startAt: 2_000_000_000)), now: 500_000_000)
+        #expect(start.contains(.startCapture(labels: [], at: 2_000_000_000)))
+    }
+
     @Test func obeysStartStopAndCancelCommands() {
         var m = machine()
         _ = handshake(&m, now: 0)
         let start = m.received(.startSession(StartSession(labels: [Label("take", "3")])), now: 0)
-        #expect(start.contains(.startCapture(labels: [Label("take", "3")])))
+        #expect(start.contains(.startCapture(labels: [Label("take", "3")], at: nil)))
         _ = m.openSession(id: session, labels: [Label("take", "3")], tracks: tracks, now: 0)
         // A second StartSession while recording is refused with a session-scoped error.
         let busy = m.received(.startSession(StartSession()), now: 0)
@@ -240,8 +247,8 @@ struct AgentStateMachineTests {
 
         _ = m.received(.sessionAccepted(SessionAccepted(sessionID: session, acknowledged: 0)), now: 0)
         #expect(m.received(.stopSession(StopSession(sessionID: "other")), now: 0).sent.isEmpty)
-        let stop = m.received(.stopSession(StopSession(sessionID: session)), now: 0)
-        #expect(stop.contains(.stopCapture(session)))
+        let stop = m.received(.stopSession(StopSession(sessionID: session, stopAt: 1_500)), now: 0)
+        #expect(stop.contains(.stopCapture(session, at: 1_500)), "a scheduled stop keeps its instant")
 
         let cancel = m.received(.cancelSession(CancelSession(sessionID: session, reason: "operator")), now: 0)
         #expect(cancel.contains(.cancelCapture(session)))

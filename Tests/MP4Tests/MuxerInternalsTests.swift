@@ -8,9 +8,9 @@ struct SequenceLedgerTests {
     func outOfOrderSettlement() {
         var ledger = SequenceLedger()
         #expect(ledger.durableThrough == 0)
-        #expect(ledger.lastAppended == nil)
+        #expect(!ledger.isDuplicate(1))
         for s: UInt64 in 1...5 { ledger.appended(s) }
-        #expect(ledger.lastAppended == 5)
+        #expect(ledger.isDuplicate(5) && !ledger.isDuplicate(6))
         ledger.settled([3])
         #expect(ledger.durableThrough == 0)  // 1 and 2 still outstanding
         ledger.settled([1])
@@ -34,8 +34,32 @@ struct SequenceLedgerTests {
         ledger.settled([35])
         #expect(ledger.durableThrough == 36)
         ledger.appended(40)
-        #expect(ledger.lastAppended == 40)
+        #expect(ledger.isDuplicate(40) && ledger.isDuplicate(39) && !ledger.isDuplicate(41))
         #expect(ledger.durableThrough == 36)
+    }
+
+    @Test("each lane has its own ack point and its own rule that sequences grow")
+    func lanes() throws {
+        let a1: UInt64 = 1, a2: UInt64 = 2, a3: UInt64 = 3
+        let b1 = try #require(SequenceLane.compose(lane: 1, local: 1))
+        let (b2, b3, b4) = (b1 + 1, b1 + 2, b1 + 3)
+        var ledger = SequenceLedger()
+        // Two senders, interleaved as they arrive: lane 1's numbers are far above lane 0's.
+        for s in [a1, b1, b2, a2, b3] { ledger.appended(s) }
+        #expect(!ledger.isDuplicate(a3), "lane 1's larger numbers do not make lane 0's next one a duplicate")
+        #expect(ledger.isDuplicate(b2) && !ledger.isDuplicate(b4))
+        ledger.settled([b1, b2, a2])
+        #expect(ledger.points[0] == 0, "lane 0's first sample is still outstanding")
+        #expect(ledger.points[1] == b2)
+        ledger.settled([a1])
+        #expect(ledger.durableThrough == 2 && ledger.points[1] == b2)
+
+        // Resumed from a file: each lane at its point, held samples above it are duplicates.
+        let resumed = SequenceLedger(resumingAt: ledger.points, alreadyHeld: [b3, a1, b1])
+        #expect(resumed.isDuplicate(b3) && !resumed.isDuplicate(b4) && !resumed.isDuplicate(a3))
+        #expect(resumed.points == ledger.points)
+        #expect(SequenceLane.lane(of: b3) == 1 && SequenceLane.local(b3) == 3)
+        #expect(SequenceLane.compose(lane: 2, local: SequenceLane.maxLocalSequence + 1) == nil)
     }
 
     @Test("long runs stay correct across compaction of the outstanding list")

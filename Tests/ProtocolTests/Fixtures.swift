@@ -14,9 +14,12 @@ enum Fixtures {
     static let audio = TrackDescriptor(
         id: 2, label: "mic", timescale: 48_000, format: .opus(OpusFormat(sampleRate: 48_000, channels: 1, opusHead: opusHead)))
 
-    static let hello = Message.hello(Hello(versions: 1...1, capabilities: .all, agentID: "cam-a", softwareVersion: "agent/1.0"))
+    /// The capabilities of protocol.md's first text: the vectors keep them (bit 3,
+    /// scheduledCommands, came later; the scheduled StartSession/StopSession vectors show it).
+    static let versionOneCapabilities: Capabilities = [.resume, .dropReports, .serverCommands]
+    static let hello = Message.hello(Hello(versions: 1...1, capabilities: Self.versionOneCapabilities, agentID: "cam-a", softwareVersion: "agent/1.0"))
     static let helloReply = Message.helloReply(HelloReply(
-        version: 1, capabilities: .all, serverID: "rec-1", softwareVersion: "server/1.0",
+        version: 1, capabilities: Self.versionOneCapabilities, serverID: "rec-1", softwareVersion: "server/1.0",
         limits: ProtocolLimits.default.announced, heartbeatIntervalMillis: 5_000, idleTimeoutMillis: 20_000, resumeWindowMillis: 300_000))
     static let heartbeat = Message.heartbeat(Heartbeat(nonce: 1, originTime: 1_000_000_000))
     static let heartbeatReply = Message.heartbeatReply(HeartbeatReply(nonce: 1, originTime: 1_000_000_000, receiveTime: 1_500_000_000, transmitTime: 1_500_100_000))
@@ -35,6 +38,9 @@ enum Fixtures {
     static let dropReport = Message.dropReport(DropReport(track: 1, reason: .queueOverflow, count: 3))
     static let startSession = Message.startSession(StartSession(labels: [Label("take", "7")]))
     static let stopSession = Message.stopSession(StopSession(sessionID: "s1"))
+    /// With ``Capabilities/scheduledCommands``: at an instant on the agent's clock.
+    static let scheduledStartSession = Message.startSession(StartSession(labels: [], startAt: 10_000_000_000))
+    static let scheduledStopSession = Message.stopSession(StopSession(sessionID: "s1", stopAt: 10_000_000_000))
     static let cancelSession = Message.cancelSession(CancelSession(sessionID: "s1", reason: "disk"))
 
     /// Every message paired with its annotated vector, in type order.
@@ -56,6 +62,8 @@ enum Fixtures {
         ("DropReport", dropReport, Vectors.dropReport),
         ("StartSession", startSession, Vectors.startSession),
         ("StopSession", stopSession, Vectors.stopSession),
+        ("StartSession (scheduled)", scheduledStartSession, Vectors.scheduledStartSession),
+        ("StopSession (scheduled)", scheduledStopSession, Vectors.scheduledStopSession),
         ("CancelSession", cancelSession, Vectors.cancelSession),
     ]
 

@@ -36,7 +36,10 @@ struct RoundTripTests {
         .trackEnd(TrackEnd(track: 9, reason: .error, message: "camera unplugged")),
         .dropReport(DropReport(track: 3, reason: .other, count: .max)),
         .startSession(StartSession()),
+        .startSession(StartSession(labels: [], startAt: 0)),
+        .startSession(StartSession(labels: [], startAt: .max)),
         .stopSession(StopSession(sessionID: "0")),
+        .stopSession(StopSession(sessionID: "0", stopAt: .max)),
         .cancelSession(CancelSession(sessionID: "s", reason: "no space left")),
     ]
 
@@ -148,8 +151,8 @@ enum RandomMessages {
         case 12: return .ack(Ack(sessionID: id(&rng), sequence: .random(in: 0...UInt64.max, using: &rng)))
         case 13: return .trackEnd(TrackEnd(track: .random(in: 0...255, using: &rng), reason: Bool.random(using: &rng) ? .endOfStream : .error, message: text(&rng)))
         case 14: return .dropReport(DropReport(track: 1, reason: [.queueOverflow, .encoderError, .captureError, .other].randomElement(using: &rng)!, count: .random(in: 1...UInt32.max, using: &rng)))
-        case 15: return .startSession(StartSession(labels: labels(&rng)))
-        case 16: return .stopSession(StopSession(sessionID: id(&rng)))
+        case 15: return .startSession(StartSession(labels: labels(&rng), startAt: Bool.random(using: &rng) ? nil : .random(in: 0...Int64.max, using: &rng)))
+        case 16: return .stopSession(StopSession(sessionID: id(&rng), stopAt: Bool.random(using: &rng) ? nil : .random(in: 0...Int64.max, using: &rng)))
         default: return .cancelSession(CancelSession(sessionID: id(&rng), reason: text(&rng)))
         }
     }

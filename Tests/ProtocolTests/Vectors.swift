@@ -207,6 +207,24 @@ enum Vectors {
         04 74 61 6B 65                                   #   key "take"
         00 01 37                                         #   value "7"
         """
+    static let scheduledStartSession = """
+        4D 43 52 50                                      # magic "MCRP"
+        01                                               # version 1
+        30                                               # type 0x30 StartSession
+        00 00                                            # flags
+        00 00 00 09                                      # payload length 9
+        00                                               # label count 0
+        00 00 00 02 54 0B E4 00                          # startAt 10 000 000 000 ns
+        """
+    static let scheduledStopSession = """
+        4D 43 52 50                                      # magic "MCRP"
+        01                                               # version 1
+        31                                               # type 0x31 StopSession
+        00 00                                            # flags
+        00 00 00 0B                                      # payload length 11
+        02 73 31                                         # sessionID "s1"
+        00 00 00 02 54 0B E4 00                          # stopAt 10 000 000 000 ns
+        """
     static let stopSession = """
         4D 43 52 50                                      # magic "MCRP"
         01                                               # version 1

@@ -19,6 +19,7 @@ private let baseDate = Date(timeIntervalSince1970: 1_714_557_600)
 actor FakeAdminBackend: AdminBackend {
     enum Call: Equatable, Sendable {
         case start(agent: String, labels: [String: String])
+        case startAcross(agents: [String], labels: [String: String])
         case stop(String)
         case cancel(String)
         case recordings(RecordingFilter)
@@ -86,6 +87,12 @@ actor FakeAdminBackend: AdminBackend {
         calls.append(.start(agent: agentID, labels: labels))
         if let error = failure(for: agentID) { throw error }
         return agentID.hasPrefix("opening") ? "s-opened" : nil
+    }
+
+    func startSession(agentIDs: [String], labels: [String: String]) async throws(AdminError) -> String {
+        calls.append(.startAcross(agents: agentIDs, labels: labels))
+        if let error = agentIDs.lazy.compactMap({ self.failure(for: $0) }).first { throw error }
+        return "group-1"
     }
 
     func stopSession(id: String) async throws(AdminError) {
@@ -376,12 +383,27 @@ struct AdminAPITests {
         ])
     }
 
+    @Test func startAcrossAgentsReachesTheBackendInOrder() async throws {
+        let backend = FakeAdminBackend()
+        try await withAdminServer(backend: backend) { client in
+            let result = try await client.post("/v1/sessions", json: #"{"agents":["cam-front","cam-back","mic-hub"],"labels":{"take":"2"}}"#)
+            #expect(result.status == 201)
+            let body = try result.object()
+            #expect(body["status"] as? String == "started")
+            #expect(body["session_id"] as? String == "group-1")
+        }
+        #expect(await backend.calls == [.startAcross(agents: ["cam-front", "cam-back", "mic-hub"], labels: ["take": "2"])])
+    }
+
     @Test(arguments: [
         ("", "request body is required"),
         ("{not json", "malformed JSON"),
         ("[1,2]", "JSON object"),
         (#"{"labels":{}}"#, #"missing field "agent""#),
         (#"{"agent":42}"#, #"field "agent" must be a string"#),
+        (#"{"agent":"a","agents":["b","c"]}"#, "give agent or agents, not both"),
+        (#"{"agents":[]}"#, "agents must name at least one agent"),
+        (#"{"agents":["cam-1",""]}"#, "agent must not be empty"),
         (#"{"agent":""}"#, "agent must not be empty"),
         (#"{"agent":"cam-1","labels":{"a":1}}"#, #"field "labels.a" must be a string"#),
         (#"{"agent":"cam-1","labels":["a"]}"#, #"field "labels""#),

@@ -83,7 +83,7 @@ struct CatalogRetryTests {
     /// its durable fragments and the catalog row says `recording`.
     private func recordThenShutDown(_ content: SessionContent, catalog: any RecordingCatalog, directory: String) async throws {
         let first = registry(catalog, directory: directory, metrics: ServerMetrics())
-        let session = try await first.openSession(content.open, agentID: "agent-1", connection: 1)
+        let session = (try await first.openSession(content.open, agentID: "agent-1", connection: 1)).0
         _ = await session.append(content.samples[...])
         await first.shutdown()
     }
@@ -101,7 +101,7 @@ struct CatalogRetryTests {
         let registry = registry(catalog, directory: directory, metrics: metrics)
         let content = try SessionContent.make(sessionID: "s-flaky", seconds: 2)
 
-        let session = try await registry.openSession(content.open, agentID: "agent-1", connection: 1)
+        let session = (try await registry.openSession(content.open, agentID: "agent-1", connection: 1)).0
         _ = await session.append(content.samples[...])
         catalog.failing = .allWrites  // the disk fills up just before the close
         _ = try await session.close()
@@ -131,7 +131,7 @@ struct CatalogRetryTests {
         let content = try SessionContent.make(sessionID: "s-stale", seconds: 2)
         do {
             let registry = registry(real, directory: directory, metrics: ServerMetrics())
-            let session = try await registry.openSession(content.open, agentID: "agent-1", connection: 1)
+            let session = (try await registry.openSession(content.open, agentID: "agent-1", connection: 1)).0
             _ = await session.append(content.samples[...])
             _ = try await session.close()
         }
@@ -232,11 +232,11 @@ struct CatalogRetryTests {
         do {
             // As in that run: opened, suspended by a restart and resumed, so its file has a row.
             let first = registry(catalog, directory: directory, metrics: ServerMetrics())
-            _ = try await first.openSession(content.open, agentID: "agent-1", connection: 1)
+            _ = (try await first.openSession(content.open, agentID: "agent-1", connection: 1)).0
             await first.shutdown()
             let second = registry(catalog, directory: directory, metrics: ServerMetrics())
             await second.loadUnfinishedSessions()
-            guard case .resumed(let session, _) = try await second.resumeSession(SessionID("s-empty"), agentID: "agent-1", connection: 2) else {
+            guard case .resumed(let session, _, _) = try await second.resumeSession(SessionID("s-empty"), agentID: "agent-1", connection: 2) else {
                 Issue.record("the suspended session must resume")
                 return
             }

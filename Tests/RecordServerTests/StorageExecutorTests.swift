@@ -96,7 +96,7 @@ struct StorageExecutorTests {
             return (dir, "recording")
         }
         let content = try SessionContent.make(sessionID: "s-free", seconds: 2)
-        let session = try await registry.openSession(content.open, agentID: "agent-1", connection: 1)
+        let session = (try await registry.openSession(content.open, agentID: "agent-1", connection: 1)).0
 
         let info = ConnectedAgentInfo(id: "agent-locked", address: "127.0.0.1", softwareVersion: "test", connectedAt: Date(), lastSeen: Date())
         let hung = Task(executorPreference: EventLoopTaskExecutor(loop)) {

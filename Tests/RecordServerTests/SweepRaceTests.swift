@@ -16,7 +16,7 @@ struct SweepRaceTests {
         var open = content.open
         open.sessionID = try SessionID(validating: id)
         let connection = await registry.newConnectionID()
-        let session = try await registry.openSession(open, agentID: "agent-1", connection: connection)
+        let session = (try await registry.openSession(open, agentID: "agent-1", connection: connection)).0
         _ = await session.append(content.samples.prefix(content.samples.count / 2))
         #expect(await session.detach(connection: connection, now: .now) == false, "it has samples: it waits for a resume")
         return session
@@ -32,7 +32,7 @@ struct SweepRaceTests {
         let content = try SessionContent.make(sessionID: "s-template", seconds: 1)
         let session = try await detachedSession(registry, content, id: "s-first")
 
-        guard case .resumed(let resumed, _) = try await registry.resumeSession("s-first", agentID: "agent-1",
+        guard case .resumed(let resumed, _, _) = try await registry.resumeSession("s-first", agentID: "agent-1",
                                                                                connection: await registry.newConnectionID()) else {
             Issue.record("the resume was refused"); return
         }
@@ -78,7 +78,7 @@ struct SweepRaceTests {
             let outcome = try await resume
             await sweep
             switch outcome {
-            case .resumed(let resumed, _):
+            case .resumed(let resumed, _, _):
                 kept += 1
                 #expect(resumed === session)
                 #expect(await session.isFinished == false, "round \(round): the agent got back a session the sweep finalized")

@@ -54,13 +54,29 @@ public struct DecodedRecording {
 
     /// Largest distance between each beep and the flash nearest to it, seconds.
     public func worstAudioVideoOffset(fps: Int) -> Double? {
-        guard let frames = videoFrames.first else { return nil }
-        let flashes = frames.compactMap { f -> Double? in
+        let flashes = flashTimes(videoTrack: 0, fps: fps), beeps = beepTimes()
+        guard !beeps.isEmpty, !flashes.isEmpty else { return nil }
+        return Self.offsets(beeps, flashes).max()
+    }
+
+    /// When the test camera of video track `index` (in file order) flashes: every frame whose
+    /// counter is a multiple of `fps`, seconds on the file's timeline.
+    public func flashTimes(videoTrack index: Int, fps: Int) -> [Double] {
+        guard videoFrames.indices.contains(index) else { return [] }
+        return videoFrames[index].compactMap { f -> Double? in
             guard let n = f.number, n % fps == 0 else { return nil }
             return f.time
         }
-        let beeps = TestToneReader.beepOnsets(samples: audioSamples, sampleRate: 48000).map { audioStart + Double($0) / 48000 }
-        guard !beeps.isEmpty, !flashes.isEmpty else { return nil }
-        return beeps.map { b in flashes.map { abs($0 - b) }.min()! }.max()
+    }
+
+    /// When the test tone beeps, seconds on the file's timeline.
+    public func beepTimes() -> [Double] {
+        TestToneReader.beepOnsets(samples: audioSamples, sampleRate: 48000).map { audioStart + Double($0) / 48000 }
+    }
+
+    /// For each event of `events`, its distance to the nearest of `references`, seconds.
+    public static func offsets(_ events: [Double], _ references: [Double]) -> [Double] {
+        guard !references.isEmpty else { return [] }
+        return events.map { e in references.map { abs($0 - e) }.min()! }
     }
 }

@@ -30,6 +30,9 @@ final class SourcePipeline: @unchecked Sendable {
     private let lock = NSLock()
     private var stopRequested = false
     private var stopInstant: Int64?
+    /// A live source's units before this instant are not recorded (a start the server
+    /// scheduled, protocol.md §6.16): every track of a session across agents starts there.
+    private let startInstant: Int64?
     private var keyframeWanted = false
     private var captureFailure: CaptureError?
     private let finished = DispatchGroup()
@@ -43,7 +46,8 @@ final class SourcePipeline: @unchecked Sendable {
     ///   - queueCapacity: units between capture and encoder.
     init(track: UInt8, label: String, source: any CaptureSource, encoder: any SampleEncoder,
                 queueCapacity: Int, sink: any PipelineSink, logger: Logger,
-                clock: any MonotonicClock = SystemMonotonicClock()) {
+                clock: any MonotonicClock = SystemMonotonicClock(), startAt: Int64? = nil) {
+        self.startInstant = startAt
         self.track = track
         self.label = label
         self.source = source
@@ -132,6 +136,7 @@ final class SourcePipeline: @unchecked Sendable {
                     break
                 }
                 queue.recordLost(source.takeLostCount())
+                if let start = startInstant, source.isLive, media.pts < start { continue }
                 for notice in source.takeNotices() {
                     logger.warning("\(notice)", metadata: ["track": "\(label)", "source": "\(source.name)"])
                 }

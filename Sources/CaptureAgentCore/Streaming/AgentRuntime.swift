@@ -98,7 +98,7 @@ struct AgentRuntimeError: Error, Sendable, CustomStringConvertible {
 /// All state lives on one event loop: channel callbacks arrive there, and pipeline
 /// threads hop onto it with `execute`. The state machine decides; this class only
 /// carries out its actions (writes, closes, timers, starting and stopping capture).
-public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecked Sendable {
+public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
     private let settings: AgentSettings
     private let clock: any MonotonicClock
     private let logger: Logger
@@ -110,6 +110,13 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
     private var connection = 0
     private var connected = false
     private var capture = Capture.idle
+    /// Counts captures: each capture's pipelines report through a ``CaptureSink`` stamped with
+    /// its number, so that a pipeline of an earlier capture, still winding down, cannot end a
+    /// track of (or add samples to) the session that followed it.
+    private var captureNumber: UInt64 = 0
+    /// The current capture's sink (pipelines hold theirs weakly; an earlier capture's goes
+    /// when the next capture starts, and its pipelines' events with it).
+    private var captureSink: CaptureSink?
     private var lifecycle = Lifecycle.running
     private var ticker: RepeatedTask?
     private var durationTimer: Scheduled<Void>?
@@ -327,10 +334,10 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                 eventLoop.scheduleTask(in: .nanoseconds(delay)) { [self] in
                     if !connected && !finished { connect() }
                 }
-            case .startCapture(let labels):
-                startCapture(labels: labels)
-            case .stopCapture:
-                stopCapture()
+            case .startCapture(let labels, let at):
+                startCapture(labels: labels, at: at)
+            case .stopCapture(_, let at):
+                stopCapture(at: at)
             case .cancelCapture:
                 for pipeline in pipelines { pipeline.stop() }
             case .requestKeyframe(let track):
@@ -411,17 +418,30 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
 
     // MARK: Capture
 
-    private func startCapture(labels: [Label]) {
+    /// - Parameter startAt: the server's start instant on this agent's clock (a session
+    ///   across agents, protocol.md §6.16): units before it are not recorded.
+    private func startCapture(labels: [Label], at startAt: Int64? = nil) {
         guard case .idle = capture, machine.sessionID == nil, !finished else {
             logger.warning("a session is already starting or running; start request ignored")
             return
         }
         capture = .building
+        captureNumber += 1
+        let sink = CaptureSink(runtime: self, capture: captureNumber)
+        captureSink = sink
         let specs = settings.sources
         let clock = self.clock
-        // With whole seconds asked for, the second after next: time enough to build the pipelines.
-        let epoch = settings.testSourcesOnWholeSeconds
-            ? clock.time(atSystemTime: (clock.systemTime(at: clock.now()) / 1_000_000_000 + 2) * 1_000_000_000) : clock.now()
+        // With whole seconds asked for, the second after next (time enough to build the
+        // pipelines), or with a start instant the whole second before it (the test sources' own
+        // frames before the instant are then not recorded, so agents that share a machine
+        // still flash and beep at the same instants).
+        let epoch: Int64
+        switch (settings.testSourcesOnWholeSeconds, startAt) {
+        case (true, let startAt?): epoch = clock.time(atSystemTime: clock.systemTime(at: startAt) / 1_000_000_000 * 1_000_000_000)
+        case (true, nil): epoch = clock.time(atSystemTime: (clock.systemTime(at: clock.now()) / 1_000_000_000 + 2) * 1_000_000_000)
+        case (false, let startAt?): epoch = max(startAt, clock.now())
+        case (false, nil): epoch = clock.now()
+        }
         let video = settings.video, audio = settings.audio
         let fast = settings.fastFiles
         let logger = self.logger
@@ -443,7 +463,8 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
                     logger.info("\(spec.name) (track \(track)): \(source.name), \(source.format)")
                     built.append(SourcePipeline(
                         track: track, label: spec.name, source: source, encoder: encoder,
-                        queueCapacity: source.format.isVideo ? queueVideo : queueAudio, sink: self, logger: logger, clock: clock))
+                        queueCapacity: source.format.isVideo ? queueVideo : queueAudio, sink: sink, logger: logger, clock: clock,
+                        startAt: startAt))
                 } catch {
                     source.stop()
                     problem = "\(spec.name): \(error)"
@@ -494,14 +515,16 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
         pump()
     }
 
-    private func stopCapture() {
+    /// - Parameter stopAt: the server's stop instant on this agent's clock (protocol.md §6.17);
+    ///   nil: now.
+    private func stopCapture(at stopAt: Int64? = nil) {
         switch capture {
         case .running(_, stopping: true, _):
             return
         case .running(let pipelines, stopping: false, let ended):
             capture = .running(pipelines: pipelines, stopping: true, endedTracks: ended)
             // One instant for every track: each ends there, within one unit (SourcePipeline.stop(at:)).
-            let instant = clock.now()
+            let instant = max(stopAt ?? clock.now(), clock.now())
             for pipeline in pipelines { pipeline.stop(at: instant) }
         case .idle, .building:
             break
@@ -521,24 +544,31 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
         return (try? Identifier(validating: "\(prefix)-\(formatter.string(from: Date()))-\(suffix)")) ?? Identifier(stringLiteral: "session-\(suffix)")
     }
 
-    // MARK: PipelineSink (pipeline threads)
+    // MARK: Pipeline events (pipeline threads, through each capture's CaptureSink)
 
-    func pipelineProduced(_ sample: EncodedSample) {
+    /// A pipeline of capture `number` reports: acted on when that capture is the current one.
+    fileprivate func fromCapture(_ number: UInt64, _ body: @escaping @Sendable () -> Void) {
         eventLoop.execute { [self] in
-            perform(machine.enqueue(sample, now: clock.now()))
-            pumpSoon()
+            guard number == captureNumber else {
+                logger.debug("an event of an earlier capture's pipeline ignored")
+                return
+            }
+            body()
         }
     }
 
-    func pipelineDropped(track: UInt8, count: Int, reason: DropReport.Reason) {
-        eventLoop.execute { [self] in
-            machine.recordDrop(track: track, reason: reason, count: count)
-            pump()
-        }
+    fileprivate func pipelineProduced(_ sample: EncodedSample) {
+        perform(machine.enqueue(sample, now: clock.now()))
+        pumpSoon()
     }
 
-    func pipelineEnded(track: UInt8, reason: TrackEnd.Reason, message: String) {
-        eventLoop.execute { [self] in
+    fileprivate func pipelineDropped(track: UInt8, count: Int, reason: DropReport.Reason) {
+        machine.recordDrop(track: track, reason: reason, count: count)
+        pump()
+    }
+
+    fileprivate func pipelineEnded(track: UInt8, reason: TrackEnd.Reason, message: String) {
+        do {
             if reason == .error {
                 logger.error("track \(track) ended with an error: \(message)")
             } else {
@@ -554,5 +584,32 @@ public final class AgentRuntime: PipelineSink, MCRPConnectionDelegate, @unchecke
             }
             pump()
         }
+    }
+}
+
+/// What one capture's pipelines report to: the runtime, told which capture it is.
+private final class CaptureSink: PipelineSink {
+    /// Weak: the runtime holds its current sink, and the pipelines hold the sink weakly.
+    weak let runtime: AgentRuntime?
+    let capture: UInt64
+
+    init(runtime: AgentRuntime, capture: UInt64) {
+        self.runtime = runtime
+        self.capture = capture
+    }
+
+    func pipelineProduced(_ sample: EncodedSample) {
+        guard let runtime else { return }
+        runtime.fromCapture(capture) { runtime.pipelineProduced(sample) }
+    }
+
+    func pipelineDropped(track: UInt8, count: Int, reason: DropReport.Reason) {
+        guard let runtime else { return }
+        runtime.fromCapture(capture) { runtime.pipelineDropped(track: track, count: count, reason: reason) }
+    }
+
+    func pipelineEnded(track: UInt8, reason: TrackEnd.Reason, message: String) {
+        guard let runtime else { return }
+        runtime.fromCapture(capture) { runtime.pipelineEnded(track: track, reason: reason, message: message) }
     }
 }

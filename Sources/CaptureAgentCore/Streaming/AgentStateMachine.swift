@@ -52,9 +52,11 @@ public struct AgentStateMachine: Sendable {
         case scheduleReconnect(afterNanoseconds: Int64)
         /// The server asked for a recording: build the capture pipelines, then call
         /// ``openSession(id:labels:tracks:now:)``.
-        case startCapture(labels: [Label])
+        /// `at`: when capture starts, on the agent's clock (nil: at once).
+        case startCapture(labels: [Label], at: Int64?)
         /// Stop the sources of the session gracefully; their tracks end, then the session closes.
-        case stopCapture(SessionID)
+        /// `at`: when capture stops, on the agent's clock (nil: at once).
+        case stopCapture(SessionID, at: Int64?)
         /// Stop the sources at once, discarding what they hold.
         case cancelCapture(SessionID)
         /// Make the encoder of this video track produce a keyframe.
@@ -272,7 +274,8 @@ public struct AgentStateMachine: Sendable {
                 let report = ErrorReport(code: .sessionAlreadyOpen, scope: .session, message: "session \(s.id) is still recording")
                 return [send(.error(report), now), .log(.warning, "server asked for a new session while \(s.id) records; refused")]
             }
-            return [.startCapture(labels: command.labels), .log(.info, "server asked to start recording")]
+            let when = command.startAt.map { " at \($0) ns (in \(Double($0 - now) / 1e6) ms)" } ?? ""
+            return [.startCapture(labels: command.labels, at: command.startAt), .log(.info, "server asked to start recording\(when)")]
         case .stopSession(let command):
             guard var s = session, s.id == command.sessionID else {
                 return [.log(.warning, "server asked to stop \(command.sessionID), which is not recording here")]
@@ -280,7 +283,8 @@ public struct AgentStateMachine: Sendable {
             if s.closeRequested { return [] }
             s.closeRequested = true
             session = s
-            return [.stopCapture(s.id), .log(.info, "server asked to stop session \(s.id)")]
+            let when = command.stopAt.map { " at \($0) ns (in \(Double($0 - now) / 1e6) ms)" } ?? ""
+            return [.stopCapture(s.id, at: command.stopAt), .log(.info, "server asked to stop session \(s.id)\(when)")]
         case .cancelSession(let command):
             guard session?.id == command.sessionID else {
                 return [.log(.warning, "server asked to cancel \(command.sessionID), which is not recording here")]

@@ -61,6 +61,9 @@ protocol AdminBackend: Sendable {
     /// agent has opened it (nil if it did not within a few seconds). Refuses with `conflict`
     /// when the agent is recording already: nothing is sent to it then.
     func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String?
+    /// Starts one session across `agentIDs` (two or more) and returns its id once every agent
+    /// has opened its part.
+    func startSession(agentIDs: [String], labels: [String: String]) async throws(AdminError) -> String
     func stopSession(id: String) async throws(AdminError)
     func cancelSession(id: String) async throws(AdminError)
     func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord]

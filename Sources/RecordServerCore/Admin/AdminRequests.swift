@@ -91,6 +91,9 @@ enum AdminRequests {
     // MARK: POST /v1/sessions
 
     /// The body as the shared `StartSessionRequest`, its agent id checked.
+    /// The most agents one session may span.
+    static let maxAgentsPerSession = 16
+
     static func startSession(_ body: Data) throws(AdminAPIError) -> StartSessionRequest {
         guard !body.isEmpty else {
             throw .badRequest(#"request body is required: {"agent":"<agent id>","labels":{"key":"value"}}"#)
@@ -105,7 +108,13 @@ enum AdminRequests {
         } catch {
             throw .badRequest("malformed JSON body")
         }
-        return StartSessionRequest(agent: try validatedID(decoded.agent, what: "agent"), labels: decoded.labels)
+        guard decoded.agents.count <= maxAgentsPerSession else {
+            throw .badRequest("\(decoded.agents.count) agents; a session takes at most \(maxAgentsPerSession)")
+        }
+        var agents: [String] = []
+        for agent in decoded.agents { agents.append(try validatedID(agent, what: "agent")) }
+        guard Set(agents).count == agents.count else { throw .badRequest("an agent is named twice in agents") }
+        return StartSessionRequest(agents: agents, labels: decoded.labels)
     }
 
     /// Turns a decoding failure into a message naming the offending field.
@@ -117,7 +126,9 @@ enum AdminRequests {
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
             return "malformed JSON body"
         case .dataCorrupted(let context):
-            return "invalid value at \(path(context.codingPath))"
+            // Our own models say what is wrong (StartSessionRequest: "give agent or agents, not both").
+            let why = context.debugDescription.isEmpty || context.underlyingError != nil ? "" : ": \(context.debugDescription)"
+            return "invalid value at \(path(context.codingPath))\(why)"
         case .keyNotFound(let key, let context):
             let prefix = context.codingPath.isEmpty ? "" : path(context.codingPath) + "."
             return "missing field \"\(prefix)\(key.stringValue)\""

@@ -94,6 +94,13 @@ struct AdminRoutes: Sendable {
         let buffer = try await request.body.collect(upTo: maxBodyBytes)
         let body = Data(buffer.readableBytesView)
         let parsed = try AdminRequests.startSession(body)
+        guard parsed.agents.count == 1 else {
+            // A session across agents answers once every agent has opened its part (201), or
+            // with the reason it could not start.
+            let sessionID = try await backend.startSession(agentIDs: parsed.agents, labels: parsed.labels)
+            return AdminResponses.json(ControlResponse(status: "started", action: "start", agentID: parsed.agent, sessionID: sessionID),
+                                       status: .created)
+        }
         let sessionID = try await backend.startSession(agentID: parsed.agent, labels: parsed.labels)
         // 201 with the new session's id once the agent opened it; 202 if it has not yet.
         return AdminResponses.json(ControlResponse(status: sessionID == nil ? "accepted" : "started", action: "start",

@@ -95,10 +95,15 @@ struct AgentConnection {
         var validator = SessionValidator()
         var agentID: String?
         var session: RecordingSession?
+        /// This agent's part (lane) of `session`: 0, unless the session is across agents.
+        var lane: UInt16 = 0
         /// The server's own heartbeats, from the handshake on: its clock probes.
         var heartbeats: Task<Void, Never>?
         /// The agent's clock against the server's, from the replies to those heartbeats.
         var clock = ClockEstimator()
+        /// A resume of a part of a session across agents, answered once the first clock
+        /// exchange on this connection is in (its samples are mapped through the estimate).
+        var resumeWaitingForClock: SessionResume?
     }
 
     /// - Parameter readAt: when the read that brought `message` happened (server monotonic ns).
@@ -123,6 +128,7 @@ struct AgentConnection {
             await registry.agentConnected(.init(
                 connection: connection,
                 info: ConnectedAgentInfo(id: agent, address: address, softwareVersion: hello.softwareVersion, connectedAt: Date(), lastSeen: Date()),
+                capabilities: hello.capabilities.intersection(.all),
                 send: { message in try? await writer.write(message) }))
             logger.info("agent connected", metadata: ["version": "\(hello.softwareVersion)"])
             // The server's own heartbeats (protocol.md §6.3) are the clock model's probes, measure
@@ -131,7 +137,7 @@ struct AgentConnection {
 
         case .sessionOpen(let open):
             do {
-                state.session = try await registry.openSession(open, agentID: state.agentID ?? "", connection: connection)
+                (state.session, state.lane) = try await registry.openSession(open, agentID: state.agentID ?? "", connection: connection)
             } catch {
                 state.validator.sessionEnded()
                 throw error
@@ -142,28 +148,11 @@ struct AgentConnection {
 
         case .sessionResume(let resume):
             guard case .resumeRequested = action else { return }
-            let outcome: SessionRegistry.ResumeOutcome
-            do {
-                outcome = try await registry.resumeSession(resume.sessionID, agentID: state.agentID ?? "", connection: connection)
-            } catch {
-                state.validator.resumeRejected()
-                throw error
+            if state.clock.estimate == nil, await registry.resumeNeedsClock(resume.sessionID) {
+                state.resumeWaitingForClock = resume
+                return
             }
-            switch outcome {
-            case .resumed(let session, let point):
-                state.validator.resumeAccepted(point)
-                state.session = session
-                await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: resume.sessionID.value)
-                try await outbound.write(.sessionAccepted(SessionAccepted(sessionID: resume.sessionID, acknowledged: point.acknowledged)))
-                startBatchingReads()
-            case .alreadyClosed(let closed):
-                // It finished before the agent heard so (its SessionClosed was lost): say it again.
-                state.validator.resumeRejected()
-                logger.notice("resume of a finished session; repeating its SessionClosed", metadata: [
-                    "session": "\(closed.sessionID)", "outcome": "\(closed.outcome)", "durable": "\(closed.durableSequence)"])
-                try await outbound.write(.sessionClosed(closed))
-            }
-
+            try await takeResume(resume, state: &state, connection: connection, outbound: outbound, logger: logger)
         case .sample(let sample):
             // Only reached without an open session (the run loop batches the others).
             guard action == .accept, state.session != nil else { return }
@@ -172,24 +161,23 @@ struct AgentConnection {
 
         case .trackEnd(let end):
             guard action == .accept, let session = state.session else { return }
-            if let ack = try await session.endTrack(end) { try await sendAck(ack, session: session, outbound: outbound) }
+            if let ack = try await session.endTrack(end, lane: state.lane) { try await sendAck(ack, session: session, lane: state.lane, outbound: outbound) }
 
         case .dropReport(let report):
-            await state.session?.recordDrops(report)
+            await state.session?.recordDrops(report, lane: state.lane)
 
         case .sessionClose(let close):
             guard let session = state.session else { return }
             state.session = nil
             let durable: UInt64
-            do { durable = try await session.close() } catch {
+            do { durable = try await session.close(lane: state.lane) } catch {
                 // Finalizing failed (storage): the session is over all the same; say what is kept.
-                await registry.sessionEnded(session)
-                try await endSession(session, after: error, outbound: outbound)
+                try await endSession(session, lane: state.lane, after: error, outbound: outbound)
                 return
             }
-            await registry.sessionEnded(session)
+            if await session.isFinished { await registry.sessionEnded(session) }
             do {
-                try await sendAck(durable, session: session, outbound: outbound)
+                try await sendAck(durable, session: session, lane: state.lane, outbound: outbound)
                 try await outbound.write(.sessionClosed(SessionClosed(sessionID: close.sessionID, outcome: .finalized, durableSequence: durable)))
             } catch {
                 await session.reconcileCatalog()
@@ -216,6 +204,10 @@ struct AgentConnection {
             state.clock.add(exchange)
             await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: max(Double(exchange.roundTrip) / 1e6, 0),
                                      clock: state.clock.estimate, sessionID: state.session?.id.value)
+            if let resume = state.resumeWaitingForClock, state.clock.estimate != nil {
+                state.resumeWaitingForClock = nil
+                try await onStorageThreads { try await takeResume(resume, state: &state, connection: connection, outbound: outbound, logger: logger) }
+            }
 
         case .error(let report):
             logger.warning("agent reported an error", metadata: ["code": "\(report.code)", "scope": "\(report.scope)", "message": "\(report.message)"])
@@ -229,13 +221,41 @@ struct AgentConnection {
             // session that goes on.
             if !report.code.refusesCommandOnly, let session = state.session {
                 state.session = nil
-                await registry.sessionEnded(session)
-                try await endSession(session, after: ProtocolError(report.code, scope: .session, "the agent reported: \(report.message)"),
+                try await endSession(session, lane: state.lane, after: ProtocolError(report.code, scope: .session, "the agent reported: \(report.message)"),
                                      outbound: outbound, reportError: false)
             }
 
         default:
             break
+        }
+    }
+
+    /// Re-attaches the session the agent resumes (or repeats the `SessionClosed` of one that
+    /// finished meanwhile) and answers it.
+    private func takeResume(_ resume: SessionResume, state: inout ConnectionState, connection: UInt64,
+                            outbound: NIOAsyncChannelOutboundWriter<Message>, logger: Logger) async throws {
+        let outcome: SessionRegistry.ResumeOutcome
+        do {
+            outcome = try await registry.resumeSession(resume.sessionID, agentID: state.agentID ?? "", connection: connection,
+                                                       clock: state.clock.estimate)
+        } catch {
+            state.validator.resumeRejected()
+            throw error
+        }
+        switch outcome {
+        case .resumed(let session, let lane, let point):
+            state.validator.resumeAccepted(point)
+            state.session = session
+            state.lane = lane
+            await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: nil, sessionID: resume.sessionID.value)
+            try await outbound.write(.sessionAccepted(SessionAccepted(sessionID: resume.sessionID, acknowledged: point.acknowledged)))
+            startBatchingReads()
+        case .alreadyClosed(let closed):
+            // It finished before the agent heard so (its SessionClosed was lost): say it again.
+            state.validator.resumeRejected()
+            logger.notice("resume of a finished session; repeating its SessionClosed", metadata: [
+                "session": "\(closed.sessionID)", "outcome": "\(closed.outcome)", "durable": "\(closed.durableSequence)"])
+            try await outbound.write(.sessionClosed(closed))
         }
     }
 
@@ -248,16 +268,17 @@ struct AgentConnection {
         defer { pending.removeAll(keepingCapacity: true) }
         var start = pending.startIndex
         while start < pending.endIndex, let session = state.session {
-            var outcome = await session.append(pending[start...])
+            let lane = state.lane
+            var outcome = await session.append(pending[start...], lane: lane)
             if outcome.syncDue {
                 // The fragments just written are fsynced on a storage thread: this loop reads
                 // other agents' sockets too. Their ack waits for it; the other agents do not.
-                switch await onStorageThreads({ await session.syncWritten() }) {
+                switch await onStorageThreads({ await session.syncWritten(lane: lane) }) {
                 case .success(let ack): outcome.acknowledged = ack ?? outcome.acknowledged
                 case .failure(let error): outcome.failure = outcome.failure ?? (pending.endIndex - 1, error)
                 }
             }
-            if let ack = outcome.acknowledged { try await sendAck(ack, session: session, outbound: outbound) }
+            if let ack = outcome.acknowledged { try await sendAck(ack, session: session, lane: lane, outbound: outbound) }
             guard let failure = outcome.failure else { return }
             try await onStorageThreads { try await report(failure.error, state: &state, outbound: outbound, logger: logger) }
             start = failure.index + 1
@@ -271,8 +292,8 @@ struct AgentConnection {
         try await withTaskExecutorPreference(StorageTaskExecutor.shared, operation: body)
     }
 
-    private func sendAck(_ sequence: UInt64, session: RecordingSession, outbound: NIOAsyncChannelOutboundWriter<Message>) async throws {
-        try await outbound.write(.ack(Ack(sessionID: session.id, sequence: sequence)))
+    private func sendAck(_ sequence: UInt64, session: RecordingSession, lane: UInt16, outbound: NIOAsyncChannelOutboundWriter<Message>) async throws {
+        try await outbound.write(.ack(Ack(sessionID: session.wireID(lane: lane), sequence: sequence)))
         metrics.ackSent()
     }
 
@@ -294,21 +315,21 @@ struct AgentConnection {
         }
         state.session = nil
         state.validator.sessionEnded()
-        await registry.sessionEnded(session)
-        try await endSession(session, after: error, outbound: outbound)
+        try await endSession(session, lane: state.lane, after: error, outbound: outbound)
     }
 
-    /// Ends `session` after a session-scoped error and tells the agent: the Error (unless the
-    /// agent raised it), the final Ack, then `SessionClosed` with the durable point (0 when
-    /// nothing was kept).
-    private func endSession(_ session: RecordingSession, after error: ProtocolError, outbound: NIOAsyncChannelOutboundWriter<Message>,
+    /// Ends `session` (across agents: this agent's part, `lane`) after a session-scoped error
+    /// and tells the agent: the Error (unless the agent raised it), the final Ack, then
+    /// `SessionClosed` with the durable point (0 when nothing was kept).
+    private func endSession(_ session: RecordingSession, lane: UInt16, after error: ProtocolError, outbound: NIOAsyncChannelOutboundWriter<Message>,
                             reportError: Bool = true) async throws {
-        let durable = await session.end(after: error)
+        let durable = await session.end(after: error, lane: lane)
+        await registry.sessionEnded(session)
         // A failed write means the connection is gone; the session is ended all the same.
         if reportError { try? await outbound.write(.error(ErrorReport(error, maxBytes: limits.maxStringBytes))) }
         do {
-            if durable > 0 { try await sendAck(durable, session: session, outbound: outbound) }
-            try await outbound.write(.sessionClosed(SessionClosed(sessionID: session.id, outcome: .finalized, durableSequence: durable)))
+            if durable > 0 { try await sendAck(durable, session: session, lane: lane, outbound: outbound) }
+            try await outbound.write(.sessionClosed(SessionClosed(sessionID: session.wireID(lane: lane), outcome: .finalized, durableSequence: durable)))
         } catch {
             await session.reconcileCatalog()
             throw error
@@ -322,8 +343,11 @@ struct AgentConnection {
     /// land, so the reply's arrival time is when it arrived, not when a batched read got to it.
     private func sendClockProbes(_ outbound: NIOAsyncChannelOutboundWriter<Message>) async {
         var nonce: UInt64 = 0
+        var first = true
         while !Task.isCancelled {
-            do { try await Task.sleep(for: Self.clockProbeInterval) } catch { return }
+            // The first at once: an agent resuming its part of a session across agents waits for it.
+            if !first { do { try await Task.sleep(for: Self.clockProbeInterval) } catch { return } }
+            first = false
             nonce += 1
             channel.channel.triggerUserOutboundEvent(ReadBatchingHandler.PromptReads(until: .now() + TimeAmount(Self.clockProbeTimeout)), promise: nil)
             do { try await outbound.write(.heartbeat(Heartbeat(nonce: nonce, originTime: monotonicNanoseconds()))) } catch { return }

@@ -111,7 +111,7 @@ extension RecordingSession {
                                                         createdAt: startedAt, directory: directory))
             }
             try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: endReason,
-                                      durableSequence: status == .cancelled ? 0 : acknowledged)
+                                      durableSequence: status == .cancelled ? 0 : members[0].acknowledged)
         }
         guard status != .cancelled else {
             catalogWrite("delete the cancelled session's recordings") {

@@ -5,29 +5,46 @@ import Shared
 /// leaves its files in a final state, writes the catalog rows and reads the files back into
 /// them (``CatalogReconciler``); a catalog write that fails is retried (``repairCatalog()``).
 extension RecordingSession {
-    /// The agent closed the session: finalize into a regular MP4.
-    func close() throws(ProtocolError) -> UInt64 {
-        guard !isFinished, muxer != nil else { throw ProtocolError(.unknownSession, "session \(id) has finished") }
+    /// Member `lane`'s agent closed its part. A session of one agent is finalized into a
+    /// regular MP4. Across agents, the member's tracks end and its answer waits until all it
+    /// sent is durable; the last member to close (or leave) finalizes the session.
+    func close(lane: UInt16 = 0) async throws(ProtocolError) -> UInt64 {
+        let m = Int(lane)
+        guard !isFinished, muxer != nil else { throw ProtocolError(.unknownSession, "session \(members[m].wireID) has finished") }
+        if isAcrossAgents {
+            leave(member: m, reason: "its agent closed it")
+            guard members.allSatisfy(\.hasLeft) else {
+                try syncIfDue()
+                guard members[m].acknowledged < members[m].highestReceived, !isFinished else { return members[m].acknowledged }
+                return await withCheckedContinuation { members[m].closeWaiters.append($0) }
+            }
+        }
         finalize(as: .completed, reason: nil)
         guard case .finished(.completed, _) = phase else {
             throw ProtocolError(.storageFailure, "session \(id) could not be finalized")
         }
-        return acknowledged
+        return members[m].acknowledged
     }
 
     /// A session-scoped error ends the session it names (protocol.md §8), whoever raised it:
     /// finalized as `failed` with every durable sample, or discarded when it never received
-    /// one. Returns the durable point for the `SessionClosed` that tells the agent.
-    func end(after error: ProtocolError) -> UInt64 {
+    /// one. Across agents it ends only member `lane`'s part (unless the session itself
+    /// failed), and the others go on. Returns the durable point for the `SessionClosed` that
+    /// tells the agent.
+    func end(after error: ProtocolError, lane: UInt16 = 0) -> UInt64 {
+        let m = Int(lane)
         if !isFinished {
-            if hasSamples {
+            if isAcrossAgents {
+                leave(member: m, reason: "\(error.code): \(error.message)")
+                if members.allSatisfy(\.hasLeft) { finalize(as: .failed, reason: "\(error.code): \(error.message)") }
+            } else if hasSamples {
                 finalize(as: .failed, reason: "\(error.code): \(error.message)")
             } else {
                 discardEmpty(reason: "\(error.code): \(error.message)")
             }
         }
         if case .finished(.cancelled, _) = phase { return 0 }
-        return acknowledged
+        return members[m].acknowledged
     }
 
     /// Ends a session that never received a sample and removes every trace of it: its
@@ -48,6 +65,7 @@ extension RecordingSession {
         }
         catalogWrite("delete the empty session's rows") { try catalog.deleteSession(id: id.value) }
         phase = .finished(.cancelled, .erased)
+        answerAllCloses()
         metrics.sessionEnded(outcome: .cancelled)
         reportQueue()
         logger.notice("session ended before its first sample; nothing kept", metadata: ["reason": "\(reason)"])
@@ -65,6 +83,7 @@ extension RecordingSession {
         // Cancelled means discarded: a directory that cannot be removed holds nothing the catalog lists.
         try? FileManager.default.removeItem(atPath: directory)
         phase = .finished(.cancelled, .written)
+        answerAllCloses()
         endReason = reason.isEmpty ? nil : reason
         catalogWrite("session status") {
             try catalog.updateSession(id: id.value, status: .cancelled, endedAt: Date(), error: endReason, durableSequence: 0)
@@ -89,9 +108,10 @@ extension RecordingSession {
         }
         muxer?.suspend()
         phase = .suspended
+        answerAllCloses()
         persistTracks()
         logger.notice("session suspended for the server restart; the agent can resume it into the same file",
-                      metadata: ["acknowledged": "\(acknowledged)"])
+                      metadata: ["acknowledged": "\(members.map(\.acknowledged))"])
     }
 
     /// Finish now with what is there, the agent not asked: finalized as `status` (the resume
@@ -103,7 +123,7 @@ extension RecordingSession {
             return
         case .dormant:
             recoverFiles()
-        case .attached, .detached:
+        case .recording:
             finalize(as: status, reason: status == .interrupted ? "agent did not resume within \(settings.resumeWindow)" : nil)
             reconcileCatalog()
         }
@@ -115,10 +135,43 @@ extension RecordingSession {
     /// whatever reason).
     func expireIfAbandoned(_ now: ContinuousClock.Instant) -> Bool {
         switch phase {
-        case .detached(let deadline) where now >= deadline, .dormant(let deadline) where now >= deadline: expire()
-        default: break
+        case .dormant(let deadline) where now >= deadline:
+            expire()
+        case .recording:
+            // A member whose agent did not come back in time leaves; the last one ends the session.
+            for m in members.indices {
+                guard case .detached(let deadline) = members[m].attachment, now >= deadline else { continue }
+                if members.filter({ !$0.hasLeft }).count == 1 {
+                    expire()
+                    break
+                }
+                leave(member: m, reason: "agent did not resume within \(settings.resumeWindow)")
+                try? syncIfDue()  // a storage failure here has failed the session; the sweep sees it finished
+            }
+        default:
+            break
         }
         return isFinished
+    }
+
+    /// The members whose agents are attached now: the ones an operator's stop or cancel asks.
+    func attachedMembers() -> [(agentID: String, wireID: SessionID)] {
+        members.filter(\.isAttached).map { ($0.agentID, $0.wireID) }
+    }
+
+    /// An operator stops a session across agents while some agents are away: their parts end
+    /// now (what they sent and was acknowledged stays), so the session can finish when the
+    /// attached ones close theirs.
+    func endAbsentMembers(reason: String) {
+        guard isAcrossAgents, case .recording = phase else { return }
+        for m in members.indices where !members[m].isAttached && !members[m].hasLeft { leave(member: m, reason: reason) }
+        // A storage failure fails the session here; the agents are told when they next send.
+        try? syncIfDue()
+    }
+
+    /// Every member waiting for its `SessionClose` answer gets it: the session is over.
+    func answerAllCloses() {
+        for m in members.indices where !members[m].closeWaiters.isEmpty { answerClose(member: m) }
     }
 
     func fail(_ status: RecordingStatus, _ reason: String) {
@@ -158,7 +211,7 @@ extension RecordingSession {
             let summary = try muxer.finish()
             // Only acks and rows for fragments written by finish(); a refusal here is already past the ack point.
             _ = try? process(summary.events.filter { if case .segmentCompleted = $0 { false } else { true } })
-            settleAcknowledged(durableThrough: muxer.durableThroughSequence)
+            settleAcknowledged(muxer.durablePoints)
             for segment in summary.segments { recordSegment(segment, status: status) }
             finished(as: status, reason: reason)
             logger.notice("session finalized", metadata: ["status": "\(status.rawValue)", "files": "\(summary.segments.map(\.path))"])
@@ -171,9 +224,10 @@ extension RecordingSession {
     /// point its agent is told), its tracks, and the files to be read back.
     private func finished(as status: RecordingStatus, reason: String?) {
         phase = .finished(status, .written)
+        answerAllCloses()
         endReason = reason
         catalogWrite("session status") {
-            try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason, durableSequence: acknowledged)
+            try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason, durableSequence: members[0].acknowledged)
         }
         persistTracks()
         reconcilePending = true

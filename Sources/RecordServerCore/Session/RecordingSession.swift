@@ -4,7 +4,8 @@ import Shared
 
 /// One recording session, from its `SessionOpen` (or from the catalog, when a restarted
 /// server finds it unfinished) to its end: owns its muxer, admits samples from whichever
-/// connection the agent is attached through, acknowledges only what the muxer has made
+/// connection each of its agents (its ``SessionMember``s: one, or one per host of a session
+/// across agents) is attached through, acknowledges to each only what the muxer has made
 /// durable, and is the one place that finishes a recording — finalized, interrupted, failed,
 /// cancelled, discarded, suspended for a restart, or recovered after one — and writes what
 /// its files hold into the catalog.
@@ -12,9 +13,8 @@ import Shared
 /// way of finishing checks the phase and acts in one turn.
 actor RecordingSession {
     enum Phase: Sendable, Equatable {
-        case attached(connection: UInt64)
-        /// The agent went away; the session waits for a resume until `deadline`.
-        case detached(deadline: ContinuousClock.Instant)
+        /// Its files are open; each member is attached, detached or gone (``SessionMember/Attachment``).
+        case recording
         /// Found unfinished after a server restart: its files are closed (no muxer yet); the
         /// agent may resume it until `deadline`, after which recovery finalizes its files.
         case dormant(deadline: ContinuousClock.Instant)
@@ -38,13 +38,19 @@ actor RecordingSession {
     }
 
     nonisolated let id: SessionID
+    /// The first member's agent: the one a session of one agent belongs to (the catalog's owner).
     nonisolated let agentID: String
+    /// Every member's agent and the id it opened its part with, in lane order.
+    nonisolated let memberIDs: [(agentID: String, wireID: SessionID)]
     nonisolated let directory: String
     nonisolated let startedAt: Date
     nonisolated let labels: [String: String]
-    /// What the agent opened the session with; nil while dormant (read from the sidecar when
-    /// the agent resumes it).
+    /// The session's tracks and labels: its agent's `SessionOpen`, or for a session across
+    /// agents all members' tracks renumbered; nil while dormant (read from the sidecar when an
+    /// agent resumes it).
     private(set) var open: SessionOpen?
+    /// Its agents' parts, by lane.
+    var members: [SessionMember]
     /// The session's files while they are open; nil while dormant.
     var muxer: MP4Muxer?
     let catalog: any RecordingCatalog
@@ -65,51 +71,65 @@ actor RecordingSession {
     /// Why the session ended, as its catalog row says.
     var endReason: String?
     var phase: Phase
-    private(set) var acknowledged: UInt64
-    private(set) var highestReceived: UInt64
-    private var endedTracks: Set<UInt8> = []
     var recordedSegments: Set<Int> = []
     /// Files found without one durable fragment when the session failed: each goes once its
     /// row is gone (``removeEmptyRecording(_:)``); until then a catalog repair deletes them.
     var emptySegments: Set<Int> = []
-    /// The first sample the muxer refused (protocol.md §6.12): the ack point never passes it,
-    /// and the session ends with every sample before it.
-    private var refusedSequence: UInt64?
-    private var refusal = ""
-    /// The decode time of the session's first sample in this process: the reference of the
-    /// session-span bound (protocol.md §4.1), handed to the validator on a resume.
-    private var firstDTS: Int64?
     /// The base name of the session's files, for reopening them after a restart.
     private let baseName: String
     private var reportedQueueBytes = 0
 
+    /// The first member's ack point: a session of one agent's.
+    var acknowledged: UInt64 { members[0].acknowledged }
+
     /// Whether the session holds any sample (received here or, after a restart, in its file).
-    var hasSamples: Bool { highestReceived > 0 }
+    var hasSamples: Bool { members.contains { $0.highestReceived > 0 } }
+
+    /// Whether its agents share one session (``SessionMember``): their times are mapped onto
+    /// the server's clock, and one member's end is not the session's.
+    nonisolated var isAcrossAgents: Bool { memberIDs.count > 1 }
 
     /// A session its agent has just opened, recording into `muxer`.
     init(id: SessionID, agentID: String, open: SessionOpen, directory: String, startedAt: Date, muxer: MP4Muxer,
-         connection: UInt64, catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics,
-         logger: Logger) {
-        self.init(id: id, agentID: agentID, labels: Self.labels(of: open), directory: directory, baseName: muxer.configuration.baseName,
-                  startedAt: startedAt, phase: .attached(connection: connection), open: open, muxer: muxer, catalog: catalog,
+                     connection: UInt64, catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings,
+                     metrics: IngestMetrics, logger: Logger) {
+        let member = SessionMember(agentID: agentID, wireID: id, lane: 0, open: open,
+                                   sessionTracks: Dictionary(uniqueKeysWithValues: open.tracks.map { ($0.id, $0.id) }),
+                                   attachment: .attached(connection: connection))
+        self.init(id: id, members: [member], open: open, labels: Self.labels(of: open), directory: directory, baseName: muxer.configuration.baseName,
+                  startedAt: startedAt, phase: .recording, muxer: muxer, catalog: catalog,
+                  events: events, settings: settings, metrics: metrics, logger: logger)
+    }
+
+    /// A session across agents, formed once every member opened its part (``SessionGroup``):
+    /// `open` holds all their tracks under the session's track ids.
+    init(id: SessionID, members: [SessionMember], open: SessionOpen, directory: String, startedAt: Date, muxer: MP4Muxer,
+                     catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics,
+                     logger: Logger) {
+        self.init(id: id, members: members, open: open, labels: Self.labels(of: open), directory: directory,
+                  baseName: muxer.configuration.baseName, startedAt: startedAt, phase: .recording, muxer: muxer, catalog: catalog,
                   events: events, settings: settings, metrics: metrics, logger: logger)
     }
 
     /// A session the catalog lists as unfinished after a server restart: it waits for its
-    /// agent until `deadline` (``attach(connection:)`` reopens its files), or is finalized by
+    /// agent until `deadline` (``attach(lane:connection:)`` reopens its files), or is finalized by
     /// recovery (``expire(as:)``).
-    init(foundAfterRestart record: SessionRecord, id: SessionID, baseName: String, deadline: ContinuousClock.Instant,
-         catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
-        self.init(id: id, agentID: record.agentID, labels: record.labels, directory: record.directory, baseName: baseName,
-                  startedAt: record.createdAt, phase: .dormant(deadline: deadline), open: nil, muxer: nil, catalog: catalog,
+    /// `members`: a session across agents' (from its sidecar), nil for a session of one agent.
+    init(foundAfterRestart record: SessionRecord, id: SessionID, members: [SessionMember]?, baseName: String, deadline: ContinuousClock.Instant,
+                     catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
+        let member = SessionMember(agentID: record.agentID, wireID: id, lane: 0, open: nil, sessionTracks: [:], attachment: .left)
+        self.init(id: id, members: members ?? [member], open: nil, labels: record.labels, directory: record.directory, baseName: baseName,
+                  startedAt: record.createdAt, phase: .dormant(deadline: deadline), muxer: nil, catalog: catalog,
                   events: events, settings: settings, metrics: metrics, logger: logger)
     }
 
-    private init(id: SessionID, agentID: String, labels: [String: String], directory: String, baseName: String, startedAt: Date,
-                 phase: Phase, open: SessionOpen?, muxer: MP4Muxer?, catalog: any RecordingCatalog, events: EventBroadcaster,
+    private init(id: SessionID, members: [SessionMember], open: SessionOpen?, labels: [String: String], directory: String, baseName: String,
+                 startedAt: Date, phase: Phase, muxer: MP4Muxer?, catalog: any RecordingCatalog, events: EventBroadcaster,
                  settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
         self.id = id
-        self.agentID = agentID
+        self.members = members
+        agentID = members[0].agentID
+        memberIDs = members.map { ($0.agentID, $0.wireID) }
         self.labels = labels
         self.directory = directory
         self.baseName = baseName
@@ -122,11 +142,9 @@ actor RecordingSession {
         self.events = events
         self.settings = settings
         self.metrics = metrics
-        acknowledged = 0
-        highestReceived = 0
         var logger = logger
         logger[metadataKey: "session"] = "\(id)"
-        logger[metadataKey: "agent"] = "\(agentID)"
+        logger[metadataKey: "agent"] = "\(memberIDs.map(\.agentID).joined(separator: ","))"
         self.logger = logger
     }
 
@@ -145,40 +163,52 @@ actor RecordingSession {
     var isFinished: Bool {
         switch phase {
         case .finished, .suspended: true
-        case .attached, .detached, .dormant: false
+        case .recording, .dormant: false
         }
     }
 
-    /// What the connection's validator needs to continue this session after a resume.
-    var resumePoint: SessionValidator.ResumePoint {
-        SessionValidator.ResumePoint(tracks: open?.tracks ?? [], endedTracks: endedTracks, highestReceived: highestReceived,
-                                     acknowledged: acknowledged, firstDTS: firstDTS)
+    /// The lane of the member `agentID` opened (or resumes) as `wireID`.
+    nonisolated func lane(ofAgent agentID: String, wireID: SessionID) -> UInt16? {
+        memberIDs.firstIndex { $0.agentID == agentID && $0.wireID == wireID }.map(UInt16.init)
     }
+
+    /// The id member `lane`'s agent knows the session by.
+    nonisolated func wireID(lane: UInt16) -> SessionID { memberIDs[Int(lane)].wireID }
 
     // MARK: Attachment
 
-    /// The agent resumes the session on `connection`. A session found after a restart
+    /// Member `lane`'s agent resumes its part on `connection`. A session found after a restart
     /// reopens its files first, with the settings it was started with.
-    func attach(connection: UInt64) throws(ProtocolError) -> SessionValidator.ResumePoint {
+    /// `clock`: the agent's clock estimate on this connection (a session across agents maps
+    /// its samples through it).
+    func attach(lane: UInt16, connection: UInt64, clock: ClockEstimator.Estimate? = nil) throws(ProtocolError) -> SessionValidator.ResumePoint {
+        let m = Int(lane)
+        defer { if let clock, members.indices.contains(m) { clockUpdated(lane: lane, clock) } }
         switch phase {
-        case .attached(let other) where other != connection:
-            throw ProtocolError(.sessionBusy, "session \(id) is still attached to another connection")
         case .finished, .suspended:
             throw ProtocolError(.unknownSession, "session \(id) has finished")
-        case .dormant:
-            try reopenFiles()
-            phase = .attached(connection: connection)
-            return resumePoint
-        case .attached, .detached:
-            phase = .attached(connection: connection)
-            logger.info("agent resumed the session", metadata: ["acknowledged": "\(acknowledged)"])
-            return resumePoint
+        case .dormant(let deadline):
+            try reopenFiles(deadline: deadline)
+            members[m].attachment = .attached(connection: connection)
+            return members[m].resumePoint
+        case .recording:
+            switch members[m].attachment {
+            case .attached(let other) where other != connection:
+                throw ProtocolError(.sessionBusy, "session \(members[m].wireID) is still attached to another connection")
+            case .left:
+                throw ProtocolError(.unknownSession, "\(members[m].agentID)'s part of session \(id) has ended")
+            case .attached, .detached:
+                members[m].attachment = .attached(connection: connection)
+                logger.info("agent resumed the session", metadata: ["member": "\(members[m].agentID)", "acknowledged": "\(members[m].acknowledged)"])
+                return members[m].resumePoint
+            }
         }
     }
 
     /// Reopens a dormant session's files: the last one continues after its last durable
-    /// fragment (a torn tail is cut), the ack point is what the files hold.
-    private func reopenFiles() throws(ProtocolError) {
+    /// fragment (a torn tail is cut), the ack point is what the files hold. Every member waits
+    /// for its agent until the session's `deadline`.
+    private func reopenFiles(deadline: ContinuousClock.Instant) throws(ProtocolError) {
         let open: SessionOpen
         let reopened: MP4Muxer
         let report: MP4Muxer.ResumeReport
@@ -196,12 +226,22 @@ actor RecordingSession {
         self.open = open
         muxer = reopened
         tracks = Self.statistics(for: open)
-        acknowledged = report.durableThroughSequence
-        highestReceived = report.durableThroughSequence
+        if !isAcrossAgents {
+            members[0].open = open
+            members[0].sessionTracks = Dictionary(uniqueKeysWithValues: open.tracks.map { ($0.id, $0.id) })
+        }
+        for m in members.indices {
+            let durable = SequenceLane.local(report.durable[members[m].lane])
+            members[m].acknowledged = durable
+            members[m].reportedAck = durable
+            members[m].highestReceived = durable
+            members[m].attachment = .detached(deadline: deadline)
+        }
+        phase = .recording
         adoptFiles(through: report.segmentIndex)
         logger.notice("session resumed after a server restart", metadata: [
             "file": "\(report.path)", "samples_in_file": "\(report.samplesInFile)",
-            "acknowledged": "\(report.durableThroughSequence)", "torn_bytes_discarded": "\(report.bytesDiscarded)"])
+            "acknowledged": "\(members.map(\.acknowledged))", "torn_bytes_discarded": "\(report.bytesDiscarded)"])
     }
 
     /// The connection ended without closing the session: wait for a resume. A session that
@@ -209,13 +249,13 @@ actor RecordingSession {
     /// opening sessions and dropping the connection holds no slot, file or catalog row
     /// (protocol.md §9). Returns true when the session ended here.
     func detach(connection: UInt64, now: ContinuousClock.Instant) -> Bool {
-        guard case .attached(let current) = phase, current == connection else { return false }
-        guard hasSamples else {
+        guard case .recording = phase, let m = members.firstIndex(where: { $0.attachment == .attached(connection: connection) }) else { return false }
+        guard hasSamples || isAcrossAgents else {
             discardEmpty(reason: "the connection ended before the first sample")
             return true
         }
-        phase = .detached(deadline: now + settings.resumeWindow)
-        logger.notice("agent disconnected; waiting \(settings.resumeWindow) for a resume")
+        members[m].attachment = .detached(deadline: now + settings.resumeWindow)
+        logger.notice("agent disconnected; waiting \(settings.resumeWindow) for a resume", metadata: ["member": "\(members[m].agentID)"])
         return false
     }
 
@@ -233,19 +273,20 @@ actor RecordingSession {
         var syncDue = false
     }
 
-    /// Admits a run of samples, in order, in one call (one actor hop per read cycle instead of
-    /// one per sample). Stops at the first that fails.
-    func append(_ samples: ArraySlice<Sample>) -> AppendOutcome {
+    /// Admits a run of member `lane`'s samples, in order, in one call (one actor hop per read
+    /// cycle instead of one per sample). Stops at the first that fails.
+    func append(_ samples: ArraySlice<Sample>, lane: UInt16 = 0) -> AppendOutcome {
         var outcome = AppendOutcome()
         defer { reportQueue() }
         for index in samples.indices {
             do {
-                if let ack = try admit(samples[index]) { outcome.acknowledged = ack }
+                try admit(samples[index], member: Int(lane))
             } catch {
                 outcome.failure = (index, error)
                 break
             }
         }
+        outcome.acknowledged = takeAck(lane: lane)
         outcome.syncDue = syncIsDue
         return outcome
     }
@@ -259,50 +300,73 @@ actor RecordingSession {
     }
 
     /// Makes the written fragments durable (fsync; files split off are finalized) and returns
-    /// the ack point that brings, or the session-scoped error a storage failure ends the
+    /// member `lane`'s new ack point, or the session-scoped error a storage failure ends the
     /// session with. May block on the disk: the connection calls it on a storage thread.
-    func syncWritten() -> Result<UInt64?, ProtocolError> {
+    func syncWritten(lane: UInt16 = 0) -> Result<UInt64?, ProtocolError> {
         defer { reportQueue() }
         do throws(ProtocolError) {
-            return .success(try syncIfDue())
+            try syncIfDue()
+            try endIfRefused(member: Int(lane))
+            return .success(takeAck(lane: lane))
         } catch {
             return .failure(error)
         }
     }
 
-    /// ``syncWritten()`` for callers already off the event loop (a track's end).
-    private func syncIfDue() throws(ProtocolError) -> UInt64? {
-        guard syncIsDue, let muxer else { return nil }
-        let events: [MuxerEvent]
-        do { events = try muxer.syncWrittenFragments() } catch { throw storageFailed(error) }
-        let advanced = try process(events)
-        try endIfRefused()
-        return advanced
+    /// Member `lane`'s ack point, when it moved since its connection was last told.
+    func takeAck(lane: UInt16) -> UInt64? {
+        let m = Int(lane)
+        guard members[m].acknowledged > members[m].reportedAck else { return nil }
+        members[m].reportedAck = members[m].acknowledged
+        return members[m].acknowledged
     }
 
-    /// Admits one sample; returns the new ack point when it advanced.
-    private func admit(_ sample: Sample) throws(ProtocolError) -> UInt64? {
-        guard case .attached = phase, let muxer else { throw ProtocolError(.noOpenSession, "session \(id) is not open on this connection") }
-        highestReceived = max(highestReceived, sample.sequence)
-        if firstDTS == nil { firstDTS = sample.dts }
-        guard let stats = tracks[sample.track], stats.status != .failed || !settings.failSessionOnTrackError else {
-            throw ProtocolError(.unknownTrack, "track \(sample.track) is not in session \(id)")
+    /// ``syncWritten(lane:)`` for callers already off the event loop (a track's end, a member
+    /// leaving: the others' samples it held back may be in fragments nobody syncs soon).
+    func syncIfDue() throws(ProtocolError) {
+        guard syncIsDue, let muxer else { return }
+        let events: [MuxerEvent]
+        do { events = try muxer.syncWrittenFragments() } catch { throw storageFailed(error) }
+        try process(events)
+    }
+
+    /// Admits one sample of member `m`.
+    private func admit(_ sample: Sample, member m: Int) throws(ProtocolError) {
+        guard case .recording = phase, let muxer, members[m].isAttached else {
+            throw ProtocolError(.noOpenSession, "session \(members[m].wireID) is not open on this connection")
         }
-        let input = MuxerSample(trackID: TrackMapping.muxerTrackID(sample.track), sequence: sample.sequence, pts: sample.pts,
-                                dts: sample.dts, duration: sample.duration, isKeyframe: sample.flags.contains(.keyframe),
+        members[m].highestReceived = max(members[m].highestReceived, sample.sequence)
+        if members[m].firstDTS == nil { members[m].firstDTS = sample.dts }
+        guard let track = members[m].sessionTracks[sample.track], let stats = tracks[track],
+              stats.status != .failed || !settings.failSessionOnTrackError else {
+            throw ProtocolError(.unknownTrack, "track \(sample.track) is not in session \(members[m].wireID)")
+        }
+        guard let sequence = members[m].muxerSequence(sample.sequence) else {
+            throw ProtocolError(.invalidField, scope: .session, "sequence \(sample.sequence) is past 2^48, the most a session across agents numbers")
+        }
+        var pts = sample.pts, dts = sample.dts
+        if members[m].clock != nil {
+            // The agent's clock onto the server's (docs/architecture.md, "Clock model").
+            guard let p = members[m].clock?.serverTime(forAgentTime: sample.pts), let d = members[m].clock?.serverTime(forAgentTime: sample.dts) else {
+                throw ProtocolError(.internalError, scope: .session, "no clock estimate for agent \(members[m].agentID) yet")
+            }
+            (pts, dts) = (p, d)
+        }
+        let input = MuxerSample(trackID: TrackMapping.muxerTrackID(track), sequence: sequence, pts: pts,
+                                dts: dts, duration: sample.duration, isKeyframe: sample.flags.contains(.keyframe),
                                 data: Array(buffer: sample.data))
         let events: [MuxerEvent]
         do {
             events = try muxer.append(input)
         } catch {
-            return try handle(error, track: sample.track, sequence: sample.sequence)
+            try handle(error, track: track, sequence: sample.sequence, member: m)
+            return
         }
         // In place: a copy of the statistics would copy their rate window on every sample.
-        tracks[sample.track]?.record(pts: sample.pts, bytes: sample.data.readableBytes)
+        tracks[track]?.record(pts: pts, bytes: sample.data.readableBytes)
         metrics.sampleIngested(kind: stats.kind, bytes: sample.data.readableBytes)
-        let advanced = try process(events)
-        try endIfRefused()
-        return advanced
+        try process(events)
+        try endIfRefused(member: m)
     }
 
     /// Tells the metrics how this session's not-yet-durable bytes changed since last time
@@ -314,47 +378,63 @@ actor RecordingSession {
         reportedQueueBytes = now
     }
 
-    func endTrack(_ end: TrackEnd) throws(ProtocolError) -> UInt64? {
-        guard let muxer else { throw ProtocolError(.noOpenSession, "session \(id) is not open on this connection") }
-        endedTracks.insert(end.track)
+    func endTrack(_ end: TrackEnd, lane: UInt16 = 0) throws(ProtocolError) -> UInt64? {
+        let m = Int(lane)
+        guard muxer != nil, let track = members[m].sessionTracks[end.track] else {
+            throw ProtocolError(.noOpenSession, "session \(members[m].wireID) is not open on this connection")
+        }
+        members[m].endedTracks.insert(end.track)
         let failed = end.reason == .error
-        tracks[end.track]?.status = failed ? .failed : .ended
-        tracks[end.track]?.lastError = failed ? end.message : nil
-        logger.log(level: failed ? .warning : .info, "track \(end.track) ended", metadata: ["reason": "\(end.reason)", "message": "\(end.message)"])
+        tracks[track]?.status = failed ? .failed : .ended
+        tracks[track]?.lastError = failed ? end.message : nil
+        logger.log(level: failed ? .warning : .info, "track \(track) ended", metadata: ["reason": "\(end.reason)", "message": "\(end.message)"])
         persistTracks()
         if failed, settings.failSessionOnTrackError {
-            fail(.failed, "track \(end.track) failed: \(end.message)")
+            fail(.failed, "track \(track) failed: \(end.message)")
             throw ProtocolError(.trackFailed, scope: .session, "track \(end.track) failed (\(end.message)) and this server fails the session on track errors")
         }
-        let events: [MuxerEvent]
-        do { events = try muxer.endTrack(TrackMapping.muxerTrackID(end.track)) } catch {
-            return try handle(error, track: end.track, sequence: nil)
-        }
         defer { reportQueue() }
-        let advanced = try process(events)
-        try endIfRefused()
+        try endMuxerTrack(track, member: m)
+        try endIfRefused(member: m)
         // Runs off the event loop (the connection handles control messages on storage threads).
-        return try syncIfDue() ?? advanced
+        try syncIfDue()
+        try endIfRefused(member: m)
+        return takeAck(lane: lane)
     }
 
-    func recordDrops(_ report: DropReport) {
-        tracks[report.track]?.dropped += Int64(report.count)
-        logger.warning("agent dropped samples before sending", metadata: ["track": "\(report.track)", "count": "\(report.count)", "reason": "\(report.reason)"])
+    /// Tells the muxer that session track `track` sends nothing more.
+    private func endMuxerTrack(_ track: UInt8, member m: Int) throws(ProtocolError) {
+        guard let muxer else { return }
+        let events: [MuxerEvent]
+        do { events = try muxer.endTrack(TrackMapping.muxerTrackID(track)) } catch {
+            try handle(error, track: track, sequence: nil, member: m)
+            return
+        }
+        try process(events)
+    }
+
+    func recordDrops(_ report: DropReport, lane: UInt16 = 0) {
+        guard let track = members[Int(lane)].sessionTracks[report.track] else { return }
+        tracks[track]?.dropped += Int64(report.count)
+        logger.warning("agent dropped samples before sending", metadata: ["track": "\(track)", "count": "\(report.count)", "reason": "\(report.reason)"])
         persistTracks()
     }
 
-    /// Handles what the muxer reports; returns the new ack point when it advanced.
-    func process(_ events: [MuxerEvent]) throws(ProtocolError) -> UInt64? {
-        var advanced: UInt64?
+    /// A new clock estimate for member `lane`'s agent (docs/architecture.md, "Clock model"):
+    /// its later samples map onto the server's timeline through it. Ignored for a session of
+    /// one agent, whose times go into the file as stamped.
+    func clockUpdated(lane: UInt16, _ estimate: ClockEstimator.Estimate) {
+        guard members[Int(lane)].clock != nil else { return }
+        members[Int(lane)].clock?.update(estimate, agentNow: estimate.at &+ estimate.offset)
+    }
+
+    /// Handles what the muxer reports: each member's ack point follows its lane's durable point.
+    func process(_ events: [MuxerEvent]) throws(ProtocolError) {
         for event in events {
             switch event {
             case .fragmentDurable(let report):
                 metrics.fragmentWritten(bytes: report.byteCount, write: report.writeDuration, sync: report.syncDuration)
-                let durable = min(report.durableThroughSequence, refusedSequence.map { $0 - 1 } ?? .max)
-                if durable > acknowledged {
-                    acknowledged = durable
-                    advanced = acknowledged
-                }
+                settleAcknowledged(report.durable)
                 if recordedSegments.insert(report.segmentIndex).inserted { recordSegmentStarted(report.segmentIndex) }
             case .segmentCompleted(let summary):
                 recordSegment(summary, status: .completed)
@@ -368,17 +448,16 @@ actor RecordingSession {
                 let track = TrackMapping.wireTrackID(trackID)
                 tracks[track]?.rejected += 1
                 tracks[track]?.lastError = reason
-                refuse(sequence, track: track, reason: reason)
+                refuse(SequenceLane.local(sequence), track: track, reason: reason, member: Int(SequenceLane.lane(of: sequence)))
             case .duplicateIgnored:
                 metrics.duplicateIgnored()
             }
         }
-        return advanced
     }
 
-    /// A muxer error: bad sample content ends the session before that sample (protocol.md
+    /// A muxer error: bad sample content ends the member's part before that sample (protocol.md
     /// §6.12 `sampleRefused`); a storage error fails the session and keeps what is durable.
-    private func handle(_ error: MuxerError, track: UInt8, sequence: UInt64?) throws(ProtocolError) -> UInt64? {
+    private func handle(_ error: MuxerError, track: UInt8, sequence: UInt64?, member m: Int) throws(ProtocolError) {
         switch error.code {
         case .io:
             throw storageFailed(error)
@@ -392,9 +471,8 @@ actor RecordingSession {
                 fail(.failed, "track \(track): \(reason)")
                 throw ProtocolError(.trackFailed, scope: .session, "track \(track): \(reason)")
             }
-            refuse(sequence, track: track, reason: reason)
-            try endIfRefused()
-            return nil
+            refuse(sequence, track: track, reason: reason, member: m)
+            try endIfRefused(member: m)
         }
     }
 
@@ -405,28 +483,60 @@ actor RecordingSession {
         return ProtocolError(.storageFailure, scope: .session, "storage failed: \(error.message); what was acknowledged is kept")
     }
 
-    /// Remembers the first refused sample; ``endIfRefused()`` then ends the session.
-    private func refuse(_ sequence: UInt64, track: UInt8, reason: String) {
-        logger.warning("sample refused; the session ends before it", metadata: [
-            "track": "\(track)", "sequence": "\(sequence)", "reason": "\(reason)"])
-        guard refusedSequence.map({ sequence < $0 }) ?? true else { return }
-        refusedSequence = sequence
-        refusal = reason.contains("sequence \(sequence)") ? reason : "track \(track) sequence \(sequence): \(reason)"
+    /// Remembers member `m`'s first refused sample (its own sequence); ``endIfRefused(member:)``
+    /// then ends its part.
+    private func refuse(_ sequence: UInt64, track: UInt8, reason: String, member m: Int) {
+        guard members.indices.contains(m) else { return }
+        logger.warning("sample refused; the agent's part of the session ends before it", metadata: [
+            "member": "\(members[m].agentID)", "track": "\(track)", "sequence": "\(sequence)", "reason": "\(reason)"])
+        guard members[m].refusedSequence.map({ sequence < $0 }) ?? true else { return }
+        members[m].refusedSequence = sequence
+        members[m].refusal = reason.contains("sequence \(sequence)") ? reason : "track \(track) sequence \(sequence): \(reason)"
     }
 
-    /// A refused sample ends the session: everything before it is finalized into the file,
-    /// the ack point stays below it, and the agent is told with `sampleRefused`.
-    private func endIfRefused() throws(ProtocolError) {
-        guard let refused = refusedSequence else { return }
-        if !isFinished { finalize(as: .failed, reason: "\(ProtocolError.Code.sampleRefused): \(refusal)") }
-        acknowledged = min(acknowledged, refused - 1)
+    /// A refused sample ends its member's part: everything before it is kept, the ack point
+    /// stays below it, and the agent is told with `sampleRefused`. A session of one agent ends
+    /// with it (finalized with every sample before it); across agents the others go on.
+    private func endIfRefused(member m: Int) throws(ProtocolError) {
+        guard let refused = members[m].refusedSequence else { return }
+        let reason = "\(ProtocolError.Code.sampleRefused): \(members[m].refusal)"
+        if !isFinished {
+            if isAcrossAgents { leave(member: m, reason: reason) } else { finalize(as: .failed, reason: reason) }
+        }
+        members[m].acknowledged = min(members[m].acknowledged, refused - 1)
         throw ProtocolError(.sampleRefused, scope: .session,
-                            "\(refusal); the session ended: samples 1...\(acknowledged) are stored, none after")
+                            "\(members[m].refusal); the session ended: samples 1...\(members[m].acknowledged) are stored, none after")
     }
 
-    /// The highest sample the files hold once the muxer finished, never past a refused one.
-    func settleAcknowledged(durableThrough durable: UInt64) {
-        acknowledged = max(acknowledged, min(durable, refusedSequence.map { $0 - 1 } ?? .max))
+    /// Each member's ack point from the muxer's durable points, never past a refused sample;
+    /// a member waiting to close is answered once all it sent is durable.
+    func settleAcknowledged(_ durable: DurablePoints) {
+        for m in members.indices {
+            let point = min(SequenceLane.local(durable[members[m].lane]), members[m].refusedSequence.map { $0 - 1 } ?? .max)
+            if point > members[m].acknowledged { members[m].acknowledged = point }
+            if !members[m].closeWaiters.isEmpty, members[m].acknowledged >= members[m].highestReceived { answerClose(member: m) }
+        }
+    }
+
+    /// Ends member `m`'s part while the session goes on: its tracks end in the recording (so
+    /// the others stop waiting for them), and nothing more is taken from its agent.
+    func leave(member m: Int, reason: String) {
+        guard !members[m].hasLeft else { return }
+        members[m].attachment = .left
+        logger.notice("an agent's part of the session ended; the others go on", metadata: ["member": "\(members[m].agentID)", "reason": "\(reason)"])
+        for track in Set(members[m].sessionTracks.values).sorted() where tracks[track]?.status == .active {
+            tracks[track]?.status = .ended
+            // A track the muxer cannot end (a storage failure) fails the session, which ends it too.
+            try? endMuxerTrack(track, member: m)
+        }
+        persistTracks()
+    }
+
+    /// Wakes member `m`'s `SessionClose`, with its ack point.
+    func answerClose(member m: Int) {
+        let waiters = members[m].closeWaiters
+        members[m].closeWaiters = []
+        for waiter in waiters { waiter.resume(returning: members[m].acknowledged) }
     }
 
     // MARK: Introspection
@@ -440,8 +550,7 @@ actor RecordingSession {
     func snapshot() -> LiveSessionInfo {
         let state: String
         switch phase {
-        case .attached: state = "recording"
-        case .detached: state = "detached"
+        case .recording: state = members.contains(where: \.isAttached) || members.allSatisfy(\.hasLeft) ? "recording" : "detached"
         // Ended, its file being finished and the catalog told: what the API documents as
         // `finalizing` (the outcome itself is the recording's status once it is gone from here).
         case .finished: state = "finalizing"
@@ -457,7 +566,7 @@ actor RecordingSession {
                                      error: t.lastError)
             }
             return LiveSessionInfo(id: id.value, agentID: agentID, labels: labels, state: state, startedAt: startedAt,
-                                   path: muxer?.configuration.path(forSegment: 0) ?? directory, lastAck: acknowledged, tracks: live)
+                                   path: muxer?.configuration.path(forSegment: 0) ?? directory, lastAck: members[0].acknowledged, tracks: live)
         }
         // Waiting after a restart, files closed: what the catalog knows.
         let recordings = (try? catalog.recordings(sessionID: id.value)) ?? []

@@ -34,19 +34,7 @@ extension SessionRegistry: AdminBackend {
     /// opened it within ``startWait``. An agent that refuses (a camera that does not open)
     /// is a `conflict` that names its reason.
     func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
-        // StartSession carries the labels, within the protocol's bounds: past them the command
-        // could not be encoded and the agent would never hear of the start.
-        let limits = ProtocolLimits.default
-        guard labels.count <= limits.maxLabels else { throw AdminError(.badRequest, "\(labels.count) labels; at most \(limits.maxLabels)") }
-        var wireLabels: [Label] = []
-        for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
-            // The identifier's own error is replaced by one that names the label key.
-            guard let k = try? Identifier(validating: key) else { throw AdminError(.badRequest, "label key \"\(key)\" is not a valid identifier") }
-            guard value.utf8.count <= limits.maxStringBytes else {
-                throw AdminError(.badRequest, "label \"\(key)\" is \(value.utf8.count) bytes long; at most \(limits.maxStringBytes)")
-            }
-            wireLabels.append(Label(k, value))
-        }
+        let wireLabels = try Self.wireLabels(labels)
         // A start is idempotent: an agent that records already is left alone (issue 13, finding 3:
         // the command used to reach it and disturb the running session). That includes a session
         // waiting for its agent to come back (after a server restart or a network cut).
@@ -54,6 +42,7 @@ extension SessionRegistry: AdminBackend {
             throw AdminError(.conflict, "agent \(agentID) is already recording session \(running); stop it first (recordctl stop \(running))",
                              sessionID: running)
         }
+        guard pendingGroupID(of: agentID) == nil else { throw AdminError(.conflict, "agent \(agentID) is joining a session being started") }
         guard let link = agentLink(agentID) else { throw AdminError(.notFound, "agent \(agentID) is not connected") }
         let command = Message.startSession(StartSession(labels: wireLabels))
         switch await awaitingNextSession(of: agentID, send: { await link.send(command) }) {
@@ -66,34 +55,68 @@ extension SessionRegistry: AdminBackend {
         }
     }
 
+    func startSession(agentIDs: [String], labels: [String: String]) async throws(AdminError) -> String {
+        guard agentIDs.count >= 2 else { throw AdminError(.badRequest, "a session across agents needs two agents or more") }
+        return try await startGroupSession(agentIDs: agentIDs, labels: try Self.wireLabels(labels))
+    }
+
+    /// The labels as `StartSession` carries them, within the protocol's bounds: past them the
+    /// command could not be encoded and the agent would never hear of the start.
+    private static func wireLabels(_ labels: [String: String]) throws(AdminError) -> [Label] {
+        let limits = ProtocolLimits.default
+        guard labels.count <= limits.maxLabels else { throw AdminError(.badRequest, "\(labels.count) labels; at most \(limits.maxLabels)") }
+        var wireLabels: [Label] = []
+        for (key, value) in labels.sorted(by: { $0.key < $1.key }) {
+            // The identifier's own error is replaced by one that names the label key.
+            guard let k = try? Identifier(validating: key) else { throw AdminError(.badRequest, "label key \"\(key)\" is not a valid identifier") }
+            guard value.utf8.count <= limits.maxStringBytes else {
+                throw AdminError(.badRequest, "label \"\(key)\" is \(value.utf8.count) bytes long; at most \(limits.maxStringBytes)")
+            }
+            wireLabels.append(Label(k, value))
+        }
+        return wireLabels
+    }
+
     /// Asks the agent to stop the session; with nobody to ask (the agent is away, or the
     /// session waits after a restart) the session finishes now, as the end of its resume
     /// window would finish it.
+    /// Asks the agents to stop the session; with nobody to ask (the agents are away, or the
+    /// session waits after a restart) the session finishes now, as the end of its resume
+    /// window would finish it. Across agents, each attached agent is asked to stop its part,
+    /// and the parts of agents that are away end now.
     func stopSession(id: String) async throws(AdminError) {
         let session = try liveSession(id)
-        guard let link = await agentAttached(to: session) else {
+        let links = await agentsAttached(to: session)
+        guard !links.isEmpty else {
             await session.expire(as: .completed)
             await sessionEnded(session)
             return
         }
-        await link.send(.stopSession(StopSession(sessionID: session.id)))
+        await session.endAbsentMembers(reason: "stopped by an operator while its agent was away")
+        // Across agents, every agent stops at one instant (protocol.md §6.17).
+        let stops = session.isAcrossAgents
+            ? zip(links, scheduled(links.map(\.0), lead: Self.stopLead) { $0 }).map { ($0.0.0, StopSession(sessionID: $0.0.1, stopAt: $0.1)) }
+            : links.map { ($0.0, StopSession(sessionID: $0.1)) }
+        for (link, command) in stops { await link.send(.stopSession(command)) }
     }
 
     func cancelSession(id: String) async throws(AdminError) {
         let session = try liveSession(id)
-        guard let link = await agentAttached(to: session) else {
+        let links = await agentsAttached(to: session)
+        guard !links.isEmpty else {
             await session.cancel(reason: "cancelled by an operator")
             await sessionEnded(session)
             return
         }
-        await link.send(.cancelSession(CancelSession(sessionID: session.id, reason: "cancelled by an operator")))
+        for (link, wireID) in links { await link.send(.cancelSession(CancelSession(sessionID: wireID, reason: "cancelled by an operator"))) }
     }
 
-    /// The agent's link, when it can act on the session: connected, and the session not one
-    /// found after a restart that it has not resumed yet.
-    private func agentAttached(to session: RecordingSession) async -> AgentLink? {
-        if case .dormant = await session.phase { return nil }
-        return agentLink(session.agentID)
+    /// The links of the session's agents that can act on it, with the id each knows it by:
+    /// connected and attached (not one found after a restart that it has not resumed yet).
+    private func agentsAttached(to session: RecordingSession) async -> [(AgentLink, SessionID)] {
+        if case .dormant = await session.phase { return [] }
+        let attached = await session.attachedMembers()
+        return attached.compactMap { member in agentLink(member.agentID).map { ($0, member.wireID) } }
     }
 
     func recordings(_ filter: RecordingFilter) async throws(AdminError) -> [RecordingRecord] {

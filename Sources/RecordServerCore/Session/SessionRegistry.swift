@@ -15,6 +15,8 @@ actor SessionRegistry {
     struct AgentLink: Sendable {
         let connection: UInt64
         var info: ConnectedAgentInfo
+        /// What the agent and this server negotiated (HelloReply).
+        var capabilities: Capabilities = []
         let send: @Sendable (Message) async -> Void
     }
 
@@ -51,6 +53,11 @@ actor SessionRegistry {
     /// How long an admin start waits for the agent's SessionOpen before answering without an id.
     static let startWait = Duration.seconds(10)
     private(set) var isShuttingDown = false
+    /// Sessions across agents waiting for every agent's `SessionOpen` (SessionRegistry+Groups).
+    var pendingGroups: [SessionID: PendingGroup] = [:]
+    /// Each connected agent's newest clock estimate: a session across agents maps its samples'
+    /// times through it.
+    private var clocks: [String: ClockEstimator.Estimate] = [:]
 
     init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
                 metrics: any IngestMetrics, logger: Logger, dataDirectory: String, clock: any ServerClock = SystemServerClock(),
@@ -100,13 +107,23 @@ actor SessionRegistry {
             info.lastSeen = Date()
             if let roundTripMillis { info.roundTripMillis = roundTripMillis }
             if let clock {
+                clocks[agentID] = clock
                 info.clock = AgentClock(clock)
                 info.clockOffsetMillis = info.clock?.offsetMillis
                 metrics.agentClock(agentID, clock)
             }
             info.sessionID = sessionID
         }
+        if let clock {
+            for session in allSessions() where session.isAcrossAgents {
+                for (lane, member) in session.memberIDs.enumerated() where member.agentID == agentID {
+                    Task { await session.clockUpdated(lane: UInt16(lane), clock) }
+                }
+            }
+        }
     }
+
+    func latestClock(of agentID: String) -> ClockEstimator.Estimate? { clocks[agentID] }
 
     /// Changes what the admin API shows of a connected agent, in place; `connection` (when
     /// given) must still be the agent's current one.
@@ -117,17 +134,32 @@ actor SessionRegistry {
 
     // MARK: Sessions
 
-    func openSession(_ open: SessionOpen, agentID: String, connection: UInt64) throws(ProtocolError) -> RecordingSession {
+    /// An agent's `SessionOpen`: a session of its own, or its part of a session across agents
+    /// it was asked to join (which waits until every agent of it has opened its part). Returns
+    /// the session and the agent's lane in it.
+    func openSession(_ open: SessionOpen, agentID: String, connection: UInt64) async throws(ProtocolError) -> (RecordingSession, UInt16) {
         guard !isShuttingDown else { throw ProtocolError(.shuttingDown, scope: .session, "the server is shutting down") }
         if sessions[open.sessionID] != nil || (try? catalog.session(id: open.sessionID.value)) != nil {
             throw ProtocolError(.sessionBusy, "session id \(open.sessionID) is already in use; choose a new one")
         }
+        if let group = pendingGroupID(of: agentID) { return try await join(group, open: open, agentID: agentID, connection: connection) }
+        let member = SessionMember(agentID: agentID, wireID: open.sessionID, lane: 0, open: open,
+                                   sessionTracks: Dictionary(uniqueKeysWithValues: open.tracks.map { ($0.id, $0.id) }),
+                                   attachment: .attached(connection: connection))
+        return (try createSession(open, members: [member]), 0)
+    }
+
+    /// Starts recording `open`'s tracks for `members` (one agent, or every agent of a session
+    /// across agents, whose tracks `open` holds renumbered): its directory, sidecar, muxer and
+    /// catalog row.
+    func createSession(_ open: SessionOpen, members: [SessionMember]) throws(ProtocolError) -> RecordingSession {
+        let agentID = members[0].agentID
         // Sessions waiting after a restart count: each will record again when its agent resumes it.
-        guard sessions.values.count < maxSessions else {
+        guard allSessions().count < maxSessions else {
             metrics.budgetRefused("sessions")
             throw ProtocolError(.resourceExhausted, "the server records \(maxSessions) sessions at most (maxSessions); try again when one ends")
         }
-        let ofThisAgent = sessions.values.filter { $0.agentID == agentID }.count
+        let ofThisAgent = allSessions().filter { $0.memberIDs.contains { $0.agentID == agentID } }.count
         guard ofThisAgent < maxSessionsPerAgent else {
             metrics.budgetRefused("agent_sessions")
             throw ProtocolError(.resourceExhausted, "agent \(agentID) has \(ofThisAgent) sessions open or waiting for a resume, "
@@ -143,6 +175,7 @@ actor SessionRegistry {
         let muxer: MP4Muxer
         do {
             try SessionSidecar.write(open, settings: settings.pinned, directory: location.directory)
+            try SessionSidecar.writeMembers(members, directory: location.directory)
             muxer = try MP4Muxer(configuration: settings.muxerConfiguration(tracks: trackConfigs, directory: location.directory,
                                                                            baseName: location.baseName, creationTime: Int64(now.timeIntervalSince1970)))
             try muxer.start()
@@ -156,15 +189,16 @@ actor SessionRegistry {
         let row = SessionRecord(id: open.sessionID.value, agentID: agentID, labels: RecordingSession.labels(of: open), status: .recording,
                                 createdAt: now, directory: location.directory)
         CatalogWrites.attempt("session \(row.id)", logger: logger, metrics: metrics) { try catalog.insertSession(row) }
-        let session = RecordingSession(id: open.sessionID, agentID: agentID, open: open, directory: location.directory, startedAt: now,
-                                       muxer: muxer, connection: connection, catalog: catalog, events: events, settings: settings,
-                                       metrics: metrics, logger: logger)
-        sessions[open.sessionID] = session
-        for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: .opened(open.sessionID.value)) }
-        updateAgent(agentID) { $0.captureFailure = nil }
+        let session = RecordingSession(id: open.sessionID, members: members, open: open, directory: location.directory, startedAt: now,
+                                       muxer: muxer, catalog: catalog, events: events, settings: settings, metrics: metrics, logger: logger)
+        register(session)
+        for member in members {
+            for (token, waiter) in startWaiters where waiter.agentID == member.agentID { resolveStartWaiter(token, with: .opened(open.sessionID.value)) }
+            updateAgent(member.agentID) { $0.captureFailure = nil }
+        }
         metrics.sessionStarted()
         events.publish(ServerEvent(type: .sessionStarted, agentID: agentID, sessionID: open.sessionID.value))
-        logger.info("session opened", metadata: ["session": "\(open.sessionID)", "agent": "\(agentID)", "tracks": "\(open.tracks.map(\.label))",
+        logger.info("session opened", metadata: ["session": "\(open.sessionID)", "agent": "\(members.map(\.agentID))", "tracks": "\(open.tracks.map(\.label))",
                                                   "directory": "\(location.directory)"])
         return session
     }
@@ -172,7 +206,7 @@ actor SessionRegistry {
     /// What a `SessionResume` gets.
     enum ResumeOutcome: Sendable {
         /// The session goes on from this point.
-        case resumed(RecordingSession, SessionValidator.ResumePoint)
+        case resumed(RecordingSession, lane: UInt16, SessionValidator.ResumePoint)
         /// The session had finished and told its agent so, but the agent never got the
         /// answer (protocol.md §6.7): it gets the same `SessionClosed` again.
         case alreadyClosed(SessionClosed)
@@ -180,13 +214,17 @@ actor SessionRegistry {
 
     /// Re-attaches a session to a new connection (one found after a restart reopens its
     /// files), or repeats the `SessionClosed` of one that finished meanwhile.
-    func resumeSession(_ id: SessionID, agentID: String, connection: UInt64) async throws(ProtocolError) -> ResumeOutcome {
-        guard let session = sessions[id], session.agentID == agentID else {
+    /// Whether `id` is an agent's part of a session across agents: its resume needs the agent's
+    /// clock estimate first (its samples are mapped onto the server's clock).
+    func resumeNeedsClock(_ id: SessionID) -> Bool { sessions[id]?.isAcrossAgents ?? false }
+
+    func resumeSession(_ id: SessionID, agentID: String, connection: UInt64, clock: ClockEstimator.Estimate? = nil) async throws(ProtocolError) -> ResumeOutcome {
+        guard let session = sessions[id], let lane = session.lane(ofAgent: agentID, wireID: id) else {
             if let closed = finishedSessionAnswer(id, agentID: agentID) { return .alreadyClosed(closed) }
             throw ProtocolError(.unknownSession, "no session \(id) to resume for agent \(agentID) (never existed, finished, or expired)")
         }
         do {
-            return .resumed(session, try await session.attach(connection: connection))
+            return .resumed(session, lane: lane, try await session.attach(lane: lane, connection: connection, clock: clock))
         } catch where error.code == .unknownSession {
             // It finished a moment ago (the sweep expired it, not yet removed from `sessions`):
             // the same answer as once it is gone.
@@ -209,7 +247,7 @@ actor SessionRegistry {
 
     /// The session `agentID` records now (live or waiting for a resume), if any.
     func runningSessionID(of agentID: String) async -> String? {
-        for session in sessions.values where session.agentID == agentID {
+        for session in allSessions() where session.memberIDs.contains(where: { $0.agentID == agentID }) {
             if await !session.isFinished { return session.id.value }
         }
         return nil
@@ -253,12 +291,16 @@ actor SessionRegistry {
             events.publish(ServerEvent(type: .agentCaptureFailed, agentID: agentID, message: report.message))
         }
         for (token, waiter) in startWaiters where waiter.agentID == agentID { resolveStartWaiter(token, with: .refused(report)) }
+        if let group = pendingGroupID(of: agentID) { failGroup(group, "agent \(agentID) refused the start: \(report.message) (\(report.code))") }
     }
 
+    /// A session may have ended (across agents, one agent's part may have ended instead): once
+    /// it has, it is no longer live, and its catalog rows are owed until written.
     func sessionEnded(_ session: RecordingSession) async {
+        guard await session.isFinished else { return }
         owingCatalog.append(session)
         guard sessions[session.id] === session else { return }  // told already
-        sessions[session.id] = nil
+        unregister(session)
         let outcome = await session.outcome
         let state = await session.snapshot().state
         events.publish(ServerEvent(type: .sessionEnded, agentID: session.agentID, sessionID: session.id.value, status: outcome ?? state))
@@ -278,8 +320,14 @@ actor SessionRegistry {
             guard let id = try? SessionID(validating: record.id) else { continue }
             // The layout's name; if locating fails, the same default the layout uses (resume reports any real problem).
             let baseName = (try? locate(record.agentID, id, record.createdAt).baseName) ?? StorageLayout.baseName
-            sessions[id] = RecordingSession(foundAfterRestart: record, id: id, baseName: baseName, deadline: deadline,
-                                            catalog: catalog, events: events, settings: settings, metrics: metrics, logger: logger)
+            let members: [SessionMember]?
+            do { members = try SessionSidecar.readMembers(directory: record.directory) } catch {
+                // Its agents cannot take their parts back; recovery finalizes its files when the window ends.
+                logger.error("cannot read the members of an unfinished session across agents", metadata: ["session": "\(record.id)", "error": "\(error)"])
+                members = nil
+            }
+            register(RecordingSession(foundAfterRestart: record, id: id, members: members, baseName: baseName, deadline: deadline,
+                                      catalog: catalog, events: events, settings: settings, metrics: metrics, logger: logger))
             // Counted live while it waits: it ends either resumed-then-finished or recovered.
             metrics.sessionStarted()
             logger.notice("found an unfinished session from before the restart; waiting for its agent", metadata: ["session": "\(record.id)"])
@@ -331,7 +379,7 @@ actor SessionRegistry {
 
     /// ``sweep()`` as if it were `now`.
     func sweep(now: ContinuousClock.Instant) async {
-        for session in sessions.values where await session.expireIfAbandoned(now) { await sessionEnded(session) }
+        for session in allSessions() where await session.expireIfAbandoned(now) { await sessionEnded(session) }
         await retryCatalogWrites()
     }
 
@@ -362,23 +410,36 @@ actor SessionRegistry {
         for link in agents.values {
             await link.send(.error(ErrorReport(code: .shuttingDown, scope: .connection, message: "the server is shutting down; resume later")))
         }
-        for (id, session) in sessions {
+        for (id, group) in pendingGroups { failGroup(id, "the server is shutting down") ; _ = group }
+        for session in allSessions() {
             await session.suspend()
-            sessions[id] = nil
+            unregister(session)
             owingCatalog.append(session)
         }
         // A last try for catalog writes that failed; what still fails is reconciled at the next start.
         await retryCatalogWrites()
     }
 
-    var liveSessionCount: Int { sessions.count }
-    func allSessions() -> [RecordingSession] { Array(sessions.values) }
+    /// A session is found by its id and, across agents, by the id each agent opened its part with.
+    private func register(_ session: RecordingSession) {
+        sessions[session.id] = session
+        for member in session.memberIDs { sessions[member.wireID] = session }
+    }
+
+    private func unregister(_ session: RecordingSession) {
+        sessions[session.id] = nil
+        for member in session.memberIDs where sessions[member.wireID] === session { sessions[member.wireID] = nil }
+    }
+
+    var liveSessionCount: Int { sessions.count { $0.key == $0.value.id } }
+    /// Each session once (a session across agents is listed under several ids).
+    func allSessions() -> [RecordingSession] { sessions.filter { $0.key == $0.value.id }.map(\.value) }
     func allAgentLinks() -> [AgentLink] { Array(agents.values) }
     func agentLink(_ id: String) -> AgentLink? { agents[id] }
     func session(_ id: SessionID) -> RecordingSession? { sessions[id] }
     var connectedAgentCount: Int { agents.count }
 
-    func liveSessionIDs() -> Set<String> { Set(sessions.keys.map(\.value)) }
+    func liveSessionIDs() -> Set<String> { Set(allSessions().map(\.id.value)) }
 
     func isLive(_ sessionID: String) -> Bool {
         guard let id = try? SessionID(validating: sessionID) else { return false }

@@ -9,7 +9,8 @@ final class AgentProcess: @unchecked Sendable {
     let logPath: String
     private let process: ChildProcess
 
-    init(id: String, serverPort: Int, fixture: ServerFixture, logLevel: String = "trace", extraArguments: [String] = []) throws {
+    init(id: String, serverPort: Int, fixture: ServerFixture, logLevel: String = "trace",
+         sources: [String] = ["front=test:320x240@10", "tone=test:audio"], extraArguments: [String] = []) throws {
         guard let binary = captureAgentBinary else {
             throw ChaosFailure("capture-agent is not built: swift build --build-tests")
         }
@@ -18,7 +19,8 @@ final class AgentProcess: @unchecked Sendable {
         logPath = fixture.directory + "/\(id).log"
         process = try ChildProcess(binary, [
             "run", "--server", "127.0.0.1:\(serverPort)", "--ca", fixture.caPath, "--cert", files.certificate, "--key", files.privateKey,
-            "--agent-id", id, "--source", "front=test:320x240@10", "--source", "tone=test:audio",
+            "--agent-id", id,
+        ] + sources.flatMap { ["--source", $0] } + [
             "--preset", "ultrafast", "--threads", "1", "--reconnect-initial-ms", "100", "--reconnect-max-ms", "500",
             "--log-level", logLevel,
         ] + extraArguments, logPath: logPath)
@@ -28,6 +30,9 @@ final class AgentProcess: @unchecked Sendable {
 
     /// The log so far.
     var log: String { process.log }
+
+    /// SIGKILL: the agent dies with whatever it had not sent.
+    func kill9() { process.kill9() }
 
     /// SIGTERM, then SIGKILL if it has not exited within 30 s.
     func stop() async { await process.stop() }

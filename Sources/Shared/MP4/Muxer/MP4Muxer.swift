@@ -90,7 +90,10 @@ public final class MP4Muxer {
         public var segmentIndex: Int
         public var samplesInFile: Int
         /// The ack point recorded with the last durable fragment: the agent resends after it.
-        public var durableThroughSequence: UInt64
+        /// Lane 0's (``durable`` has every lane's).
+        public var durableThroughSequence: UInt64 { durable.lane0 }
+        /// Each lane's ack point (``SequenceLane``).
+        public var durable: DurablePoints
         /// Bytes of a torn last fragment that were cut away.
         public var bytesDiscarded: UInt64
         /// Earlier segment files that had to be finalized on the way.
@@ -124,8 +127,8 @@ public final class MP4Muxer {
             // the newest file were empty, the ack point fell to 0: the agent's resent samples
             // then looked like a gap, and the session ended.)
             let (earlier, info) = try SegmentWriter.finishedState(path: configuration.path(forSegment: last - 1), tracks: muxer.tracks)
-            state.sequences = earlier.sequences.filter { $0 > earlier.durableThrough }
-            state.durableThrough = earlier.durableThrough
+            state.sequences = earlier.sequences.filter(earlier.durable.isAbove)
+            state.durable = earlier.durable
             state.lastDTS = earlier.lastDTS
             muxer.sessionOrigin = info.sessionOriginNanos
             muxer.timeReference = info.decodeOriginNanos
@@ -134,10 +137,10 @@ public final class MP4Muxer {
         muxer.current = writer
         muxer.allPaths.append(writer.path)
         muxer.lastDTS = state.lastDTS
-        muxer.ledger = SequenceLedger(resumingAt: state.durableThrough, alreadyHeld: state.sequences)
+        muxer.ledger = SequenceLedger(resumingAt: state.durable, alreadyHeld: state.sequences)
         muxer.status = .running
         return (muxer, ResumeReport(path: writer.path, segmentIndex: last, samplesInFile: writer.sampleCount,
-                                    durableThroughSequence: state.durableThrough, bytesDiscarded: state.bytesDiscarded,
+                                    durable: state.durable, bytesDiscarded: state.bytesDiscarded,
                                     recoveredSegments: recovered))
     }
 
@@ -149,8 +152,11 @@ public final class MP4Muxer {
         status = .running
     }
 
-    /// Every sample appended with a sequence at or below this is durable.
+    /// Every sample appended with a sequence at or below this is durable (lane 0).
     public var durableThroughSequence: UInt64 { ledger.durableThrough }
+
+    /// Each lane's ack point (``SequenceLane``).
+    public var durablePoints: DurablePoints { ledger.points }
 
     /// Under `.fsyncWhenAsked`: fragments are written and wait for ``syncWrittenFragments()``.
     public var hasUnsyncedFragments: Bool { !unsynced.isEmpty || !awaitingFinalization.isEmpty }
@@ -377,13 +383,13 @@ public final class MP4Muxer {
         var report = FragmentReport(
             segmentIndex: segment.index, fragmentSequence: written.report.fragment, sampleCount: written.report.count,
             byteCount: written.report.bytes, highestSequence: written.sequences.max() ?? 0,
-            durableThroughSequence: 0, writeDuration: written.report.write, syncDuration: written.report.sync)
+            durable: DurablePoints(), writeDuration: written.report.write, syncDuration: written.report.sync)
         if configuration.durability == .fsyncWhenAsked {
             unsynced.append(WrittenFragment(report: report, sequences: written.sequences))
             return
         }
         ledger.settled(written.sequences)
-        report.durableThroughSequence = ledger.durableThrough
+        report.durable = ledger.points
         events.append(.fragmentDurable(report))
     }
 
@@ -403,7 +409,7 @@ public final class MP4Muxer {
         return unsynced.map { fragment in
             ledger.settled(fragment.sequences)
             var report = fragment.report
-            report.durableThroughSequence = ledger.durableThrough
+            report.durable = ledger.points
             report.syncDuration = syncDuration
             return .fragmentDurable(report)
         }
@@ -411,11 +417,11 @@ public final class MP4Muxer {
 
     /// The ack point once `sequences` are durable too, and every fragment written before them
     /// (recorded in each fragment's marker).
-    private func ackPoint(after sequences: [UInt64]) -> UInt64 {
+    private func ackPoint(after sequences: [UInt64]) -> DurablePoints {
         var copy = ledger
         for fragment in unsynced { copy.settled(fragment.sequences) }
         copy.settled(sequences)
-        return copy.durableThrough
+        return copy.points
     }
 
     /// A file a split closed: finalized now, or under `.fsyncWhenAsked` once its owner asks for

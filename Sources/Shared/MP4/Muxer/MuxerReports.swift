@@ -7,8 +7,11 @@ public struct FragmentReport: Sendable, Equatable {
     public var byteCount: Int
     /// Highest input sequence number contained in this fragment.
     public var highestSequence: UInt64
-    /// Every sample appended with a sequence at or below this is durable (the ack point).
-    public var durableThroughSequence: UInt64
+    /// Every sample appended with a sequence at or below this is durable (the ack point), in
+    /// each lane (``SequenceLane``).
+    public var durable: DurablePoints
+    /// Lane 0's ack point: a recording from one sender.
+    public var durableThroughSequence: UInt64 { durable.lane0 }
     /// Time spent writing the fragment, and making it durable (zero without fsync).
     public var writeDuration: Duration = .zero
     public var syncDuration: Duration = .zero

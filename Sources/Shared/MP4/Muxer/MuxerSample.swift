@@ -2,8 +2,9 @@
 /// clock; the muxer rebases them on the recording's time zero.
 public struct MuxerSample: Sendable {
     public var trackID: UInt32
-    /// Per-recording sequence number, strictly increasing across all tracks in append order.
-    /// Fragment reports name the sequences they made durable (what the server acknowledges).
+    /// Per-recording sequence number, strictly increasing across all tracks in append order
+    /// within its lane (``SequenceLane``: lane 0 for a recording from one sender). Fragment
+    /// reports name the sequences they made durable (what the server acknowledges).
     public var sequence: UInt64
     public var pts: Int64
     public var dts: Int64

@@ -18,42 +18,52 @@ struct SamplePreparation {
     }
 }
 
-/// Which appended sequences are durable; yields the highest sequence below which everything is.
+/// Which appended sequences are durable; yields, for each lane (``SequenceLane``), the highest
+/// sequence at or below which everything of that lane is.
 struct SequenceLedger {
-    /// Appended and not yet settled, in order: the front is the next ack point candidate.
-    private var outstanding = Deque<UInt64>()
-    private var durable: Set<UInt64> = []
-    private(set) var durableThrough: UInt64 = 0
-    private(set) var lastAppended: UInt64?
+    private struct Lane {
+        /// Appended and not yet settled, in order: the front is the next ack point candidate.
+        var outstanding = Deque<UInt64>()
+        var lastAppended: UInt64?
+    }
 
-    /// Sequences above the ack point that a reopened file already holds.
+    private var lanes: [UInt16: Lane] = [:]
+    private var durable: Set<UInt64> = []
+    private(set) var points = DurablePoints()
+    /// Sequences above their lane's ack point that a reopened file already holds.
     private var heldAboveAckPoint: Set<UInt64> = []
+
+    /// Lane 0's ack point (a recording from one sender).
+    var durableThrough: UInt64 { points.lane0 }
 
     init() {}
 
-    init(resumingAt durableThrough: UInt64, alreadyHeld: Set<UInt64>) {
-        self.durableThrough = durableThrough
-        lastAppended = durableThrough
-        heldAboveAckPoint = alreadyHeld.filter { $0 > durableThrough }
+    init(resumingAt points: DurablePoints, alreadyHeld: Set<UInt64>) {
+        self.points = points
+        for (lane, point) in points.byLane { lanes[lane] = Lane(lastAppended: point) }
+        heldAboveAckPoint = alreadyHeld.filter(points.isAbove)
     }
 
     /// Already appended (or, after a resume, already in the file).
     func isDuplicate(_ sequence: UInt64) -> Bool {
-        if let last = lastAppended, sequence <= last { return true }
+        if let last = lanes[SequenceLane.lane(of: sequence)]?.lastAppended, sequence <= last { return true }
         return heldAboveAckPoint.contains(sequence)
     }
 
     mutating func appended(_ sequence: UInt64) {
-        outstanding.append(sequence)
-        lastAppended = sequence
+        let lane = SequenceLane.lane(of: sequence)
+        lanes[lane, default: Lane()].outstanding.append(sequence)
+        lanes[lane]?.lastAppended = sequence
     }
 
     /// A rejected or dropped sample no longer blocks the ack point.
     mutating func settled(_ sequences: [UInt64]) {
         durable.formUnion(sequences)
-        while let next = outstanding.first, durable.remove(next) != nil {
-            durableThrough = next
-            outstanding.removeFirst()
+        for lane in Set(sequences.map(SequenceLane.lane(of:))) {
+            while let next = lanes[lane]?.outstanding.first, durable.remove(next) != nil {
+                points.raise(to: next, lane: lane)
+                lanes[lane]?.outstanding.removeFirst()
+            }
         }
     }
 }

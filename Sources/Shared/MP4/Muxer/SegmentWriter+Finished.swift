@@ -24,7 +24,7 @@ extension SegmentWriter {
             throw MuxerError(.notOurFile, "\(path) has no fragment of ours to say what it holds")
         }
         let tables = try FragmentTables(fragments: scan.fragments, tracks: tracks)
-        let state = ResumeState(sequences: tables.sequences, durableThrough: tables.durableThrough,
+        let state = ResumeState(sequences: tables.sequences, durable: tables.durable,
                                 lastDTS: lastDecodeTimes(tables.tables, tracks: tracks, info: info), bytesDiscarded: 0)
         return (state, info)
     }

@@ -60,7 +60,7 @@ final class SegmentWriter {
     /// What a reopened file already holds, for deduplicating resent samples.
     struct ResumeState {
         var sequences: Set<UInt64>
-        var durableThrough: UInt64
+        var durable: DurablePoints
         /// Source-clock DTS of each track's last sample in the file.
         var lastDTS: [Int64?]
         var bytesDiscarded: UInt64
@@ -78,7 +78,7 @@ final class SegmentWriter {
             throw MuxerError(.notOurFile, "\(path) is not a recording in progress")
         }
         let writer = SegmentWriter(file: file, index: index, path: path, tracks: tracks, configuration: configuration)
-        var state = ResumeState(sequences: [], durableThrough: 0, lastDTS: Array(repeating: nil, count: tracks.count), bytesDiscarded: 0)
+        var state = ResumeState(sequences: [], durable: DurablePoints(), lastDTS: Array(repeating: nil, count: tracks.count), bytesDiscarded: 0)
         guard let movie = scan.movie, !scan.fragments.isEmpty, let info = movie.userData?.recordingInfo else {
             // Died before its first fragment: nothing durable, start the file over after the placeholder.
             try file.truncate(to: placeholderOffset + 16)
@@ -113,7 +113,7 @@ final class SegmentWriter {
         try file.truncate(to: scan.endOfStructure)
         try file.sync()
         state.sequences = rebuilt.sequences
-        state.durableThrough = rebuilt.durableThrough
+        state.durable = rebuilt.durable
         state.bytesDiscarded = scan.fileSize - scan.endOfStructure
         return (writer, state)
     }
@@ -174,7 +174,7 @@ final class SegmentWriter {
     /// Writes the open fragment (and the init segment before the first one), durably.
     /// `ackAfter` says what the ack point will be once these sequences are durable; it is
     /// recorded in the fragment's sequence marker.
-    func flush(ackAfter: ([UInt64]) -> UInt64) throws(MuxerError) -> (sequences: [UInt64], report: (count: Int, bytes: Int, fragment: UInt32, write: Duration, sync: Duration))? {
+    func flush(ackAfter: ([UInt64]) -> DurablePoints) throws(MuxerError) -> (sequences: [UInt64], report: (count: Int, bytes: Int, fragment: UInt32, write: Duration, sync: Duration))? {
         guard pendingSampleCount > 0 else { return nil }
         let writtenFrom = fileSize
         if info == nil { try writeInitSegment() }
@@ -200,7 +200,7 @@ final class SegmentWriter {
                               sizes: samples.map { UInt32($0.payload.count) }, sync: samples.map(\.isSync), durations: durations))
         }
         let sequences = pending.flatMap { $0.map(\.sequence) }
-        let marker = SequenceMarkerBox(durableThrough: ackAfter(sequences), sequences: sequences)
+        let marker = SequenceMarkerBox(durable: ackAfter(sequences), sequences: sequences)
         let output = FragmentAssembler.assemble(sequence: nextFragmentSequence, tracks: tracks, runs: runs, payloads: pending, marker: marker)
         // Timed for metrics only; no decision depends on it.
         let clock = ContinuousClock()
@@ -278,7 +278,7 @@ final class SegmentWriter {
     }
 
     /// Flushes, writes the complete `moov` and makes the file a regular MP4.
-    func finalize(ackAfter: ([UInt64]) -> UInt64) throws(MuxerError) -> SegmentSummary? {
+    func finalize(ackAfter: ([UInt64]) -> DurablePoints) throws(MuxerError) -> SegmentSummary? {
         _ = try flush(ackAfter: ackAfter)
         guard var info else {
             file.close()

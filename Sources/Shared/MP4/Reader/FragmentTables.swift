@@ -5,8 +5,8 @@ struct FragmentTables {
     var sampleCount = 0
     /// Every input sequence number the fragments' markers name.
     var sequences: Set<UInt64> = []
-    /// The ack point recorded with the last fragment.
-    var durableThrough: UInt64 = 0
+    /// The ack points (one per lane) recorded with the last fragment.
+    var durable = DurablePoints()
     var lastFragmentSequence: UInt32 = 0
 
     /// Largest decode time (ticks) accepted from a file.
@@ -25,7 +25,7 @@ struct FragmentTables {
             lastFragmentSequence = fragment.moof.header.sequenceNumber
             if let marker = fragment.sequenceMarker {
                 sequences.formUnion(marker.sequences)
-                durableThrough = max(durableThrough, marker.durableThrough)
+                durable.formMaximum(marker.durable)
             }
             for traf in fragment.moof.trackFragments {
                 guard let t = indexByID[traf.header.trackID] else {

@@ -26,7 +26,11 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
     public static let dropReports = Capabilities(rawValue: 1 << 1)
     /// The agent obeys server commands (``StartSession``, ``StopSession``, ``CancelSession``).
     public static let serverCommands = Capabilities(rawValue: 1 << 2)
+    /// The agent starts and stops capture at an instant the server names on the agent's clock
+    /// (``StartSession/startAt``, ``StopSession/stopAt``): what aligns the tracks of a session
+    /// across agents. The server sends those fields only to an agent that announced this.
+    public static let scheduledCommands = Capabilities(rawValue: 1 << 3)
 
     /// Every capability defined by this version.
-    public static let all: Capabilities = [.resume, .dropReports, .serverCommands]
+    public static let all: Capabilities = [.resume, .dropReports, .serverCommands, .scheduledCommands]
 }

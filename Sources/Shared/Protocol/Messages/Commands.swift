@@ -5,15 +5,27 @@ import NIOCore
 /// labels (plus any of its own), or with an ``ErrorReport``.
 public struct StartSession: Sendable, Hashable {
     public var labels: [Label]
+    /// When capture starts, on the agent's clock (the one it stamps samples with); nil: at
+    /// once. Sent only to an agent with ``Capabilities/scheduledCommands``.
+    public var startAt: Int64?
 
-    public init(labels: [Label] = []) { self.labels = labels }
+    public init(labels: [Label] = [], startAt: Int64? = nil) {
+        self.labels = labels
+        self.startAt = startAt
+    }
 }
 
 /// Server → agent: finish the session; the agent answers with ``SessionClose`` (protocol.md §6.17).
 public struct StopSession: Sendable, Hashable {
     public var sessionID: SessionID
+    /// When capture stops, on the agent's clock; nil: at once. Sent only to an agent with
+    /// ``Capabilities/scheduledCommands``.
+    public var stopAt: Int64?
 
-    public init(sessionID: SessionID) { self.sessionID = sessionID }
+    public init(sessionID: SessionID, stopAt: Int64? = nil) {
+        self.sessionID = sessionID
+        self.stopAt = stopAt
+    }
 }
 
 /// Server → agent: abandon the session; the agent answers with ``SessionCancel`` (protocol.md §6.18).
@@ -29,19 +41,32 @@ public struct CancelSession: Sendable, Hashable {
 
 extension ByteBuffer {
     mutating func readStartSession(limits: ProtocolLimits) throws(ProtocolError) -> StartSession {
-        StartSession(labels: try readLabels(limits: limits))
+        let labels = try readLabels(limits: limits)
+        return StartSession(labels: labels, startAt: try readScheduledInstant("StartSession.startAt"))
     }
 
     mutating func writeStartSession(_ command: StartSession, limits: ProtocolLimits) throws(ProtocolError) {
         try writeLabels(command.labels, limits: limits)
+        if let startAt = command.startAt { writeInteger(startAt) }
     }
 
     mutating func readStopSession() throws(ProtocolError) -> StopSession {
-        StopSession(sessionID: try readIdentifier("StopSession.sessionID"))
+        let id = try readIdentifier("StopSession.sessionID")
+        return StopSession(sessionID: id, stopAt: try readScheduledInstant("StopSession.stopAt"))
     }
 
     mutating func writeStopSession(_ command: StopSession) {
         writeIdentifier(command.sessionID)
+        if let stopAt = command.stopAt { writeInteger(stopAt) }
+    }
+
+    /// The optional instant ending a scheduled command (protocol.md §6.16, §6.17): absent, or
+    /// an i64 of nanoseconds on the agent's clock, not negative.
+    private mutating func readScheduledInstant(_ field: StaticString) throws(ProtocolError) -> Int64? {
+        guard readableBytes > 0 else { return nil }
+        let instant = try readWire(field, as: Int64.self)
+        guard instant >= 0 else { throw .invalid(field, "\(instant) is negative") }
+        return instant
     }
 
     mutating func readCancelSession(limits: ProtocolLimits) throws(ProtocolError) -> CancelSession {
