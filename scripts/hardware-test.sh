@@ -5,7 +5,7 @@
 # docs/agent.md "Tested hardware paths" says what each scenario covers.
 #
 # usage: scripts/hardware-test.sh [--out DIR] [--bin DIR] [--skip-install] [SCENARIO…]
-#   SCENARIO: camera-yuyv camera-disconnect microphones drift mjpeg multihost-clock (default: all)
+#   SCENARIO: camera-yuyv camera-disconnect microphones drift mjpeg multihost-clock multihost-session (default: all)
 #   MULTIHOST_SECONDS=600 makes multihost-clock run 10 minutes instead of 150 s (the figure in
 #   docs/benchmarks.md); MULTIHOST_LOAD=recording has its agents record meanwhile (default idle)
 #   --out DIR   results (default .build/hardware-bench): DIR/<scenario>/recording.mp4, logs
@@ -115,7 +115,7 @@ for scenario in "${scenarios[@]}"; do
     microphones) modules="snd-aloop snd-dummy" ;;
     drift) modules="$vivid snd-aloop" ;;
     mjpeg) modules="" ;;   # the guest script loads v4l2loopback itself
-    multihost-clock) modules="veth bridge sch_netem" ;;
+    multihost-clock|multihost-session) modules="veth bridge sch_netem" ;;
     *) echo "hardware-test: unknown scenario $scenario" >&2; exit 2 ;;
   esac
   rm -rf "${out:?}/$scenario"; mkdir -p "$out/$scenario"

@@ -76,7 +76,24 @@ public struct DecodedRecording {
 
     /// For each event of `events`, its distance to the nearest of `references`, seconds.
     public static func offsets(_ events: [Double], _ references: [Double]) -> [Double] {
+        signedOffsets(events, references).map(abs)
+    }
+
+    /// For each event of `events`, the event's time minus the nearest reference's, seconds.
+    public static func signedOffsets(_ events: [Double], _ references: [Double]) -> [Double] {
         guard !references.isEmpty else { return [] }
-        return events.map { e in references.map { abs($0 - e) }.min()! }
+        return events.map { e in e - references.min { abs($0 - e) < abs($1 - e) }! }
+    }
+
+    /// Per video track (file order): its frame counters (burnt in by the test camera), which
+    /// must run in order, each at most once; `missing` counts the ones absent between the
+    /// first and the last. The first need not be 0 (a scheduled start drops the test camera's
+    /// frames before it).
+    public func frameCounters() -> [(label: String, numbers: [Int], unreadable: Int, inOrder: Bool, missing: Int)] {
+        zip(streams.filter { $0.type == "video" }, videoFrames).map { stream, frames in
+            let numbers = frames.compactMap(\.number)
+            let missing = numbers.isEmpty ? 0 : numbers[numbers.count - 1] - numbers[0] + 1 - numbers.count
+            return (stream.label, numbers, frames.count - numbers.count, zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, missing)
+        }
     }
 }

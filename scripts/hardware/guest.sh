@@ -6,7 +6,7 @@
 #   recording.mp4  the finished recording      agent.log, server.log  both logs
 #   agent.status   capture-agent's exit status  facts.env            what the scenario did
 #
-# usage (guest): guest.sh camera-yuyv | camera-disconnect | microphones | drift | mjpeg | multihost-clock
+# usage (guest): guest.sh camera-yuyv | camera-disconnect | microphones | drift | mjpeg | multihost-clock | multihost-session
 set -uo pipefail
 
 scenario=$1
@@ -136,7 +136,7 @@ case "$scenario" in
     record 10 'front=v4l2:/dev/video10?size=1280x720&fps=30&format=MJPG'
     kill $(jobs -p) 2>/dev/null
     ;;
-  multihost-clock)
+  multihost-clock|multihost-session)
     # Three hosts: one network namespace per agent behind a veth on a bridge, netem on both
     # directions (delays changing every 20 s, 10 ms jitter, a fixed asymmetry per agent), each
     # agent's clock offset by hours and drifting (--clock-offset, --clock-drift-ppm). The server
@@ -151,8 +151,11 @@ case "$scenario" in
     done
     start_server 0.0.0.0:7443 server-multihost || exit 1
     fact recording_seconds "${MULTIHOST_SECONDS:-150}"
-    fact load "${MULTIHOST_LOAD:-idle}"
-    python3 "$(dirname "$0")/multihost_clock.py" "$out" "$BIN" "$pki" "${MULTIHOST_SECONDS:-150}" "${MULTIHOST_LOAD:-idle}" \
+    # multihost-session records one session across the three agents (multihost_clock.py "session").
+    load="${MULTIHOST_LOAD:-idle}"
+    [ "$scenario" = multihost-session ] && load=session
+    fact load "$load"
+    python3 "$(dirname "$0")/multihost_clock.py" "$out" "$BIN" "$pki" "${MULTIHOST_SECONDS:-150}" "$load" \
       > "$out/driver.log" 2>&1
     echo $? > "$out/agent.status"
     ;;

@@ -200,13 +200,11 @@ struct SessionAcrossAgentsTests {
     /// The first need not be 0: a scheduled start drops the test camera's frames before it.
     /// Returns the frames read per video track.
     static func checkEveryFrameOnce(_ decoded: DecodedRecording, drops: [String: Int]) -> [Int] {
-        zip(decoded.streams.filter { $0.type == "video" }, decoded.videoFrames).map { stream, frames in
-            let numbers = frames.compactMap(\.number)
-            #expect(numbers.count == frames.count, "\(stream.label): every frame's counter is readable")
-            #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "\(stream.label): each frame once, in order")
-            let missing = (numbers.last ?? 0) - (numbers.first ?? 0) + 1 - numbers.count
-            #expect(missing <= drops[stream.label, default: 0], "\(stream.label): \(missing) frames missing, \(drops[stream.label, default: 0]) reported dropped")
-            return numbers.count
+        decoded.frameCounters().map { track in
+            #expect(track.unreadable == 0, "\(track.label): every frame's counter is readable")
+            #expect(track.inOrder, "\(track.label): each frame once, in order")
+            #expect(track.missing <= drops[track.label, default: 0], "\(track.label): \(track.missing) frames missing, \(drops[track.label, default: 0]) reported dropped")
+            return track.numbers.count
         }
     }
 
