@@ -6,7 +6,7 @@
 #
 # usage: scripts/hardware-test.sh [--out DIR] [--bin DIR] [--skip-install] [SCENARIO…]
 #   SCENARIO: camera-yuyv camera-disconnect microphones drift mjpeg multihost-clock multihost-session (default: all)
-#   MULTIHOST_SECONDS=600 makes multihost-clock run 10 minutes instead of 150 s (the figure in
+#   MULTIHOST_SECONDS=600 makes multihost-clock and multihost-session run 10 minutes instead of 150 s (the figures in
 #   docs/benchmarks.md); MULTIHOST_LOAD=recording has its agents record meanwhile (default idle)
 #   --out DIR   results (default .build/hardware-bench): DIR/<scenario>/recording.mp4, logs
 #   --bin DIR   capture-agent/record-server/recordctl to test (default .build/release: what is
@@ -29,7 +29,7 @@ while (($#)); do
     *) scenarios+=("$1"); shift ;;
   esac
 done
-((${#scenarios[@]})) || scenarios=(camera-yuyv camera-disconnect microphones drift mjpeg multihost-clock)
+((${#scenarios[@]})) || scenarios=(camera-yuyv camera-disconnect microphones drift mjpeg multihost-clock multihost-session)
 bin=$(readlink -f "$bin")
 for tool in capture-agent record-server recordctl; do
   [ -x "$bin/$tool" ] || { echo "hardware-test: $bin/$tool is missing (swift build -c release --product $tool)" >&2; exit 2; }

@@ -114,16 +114,70 @@ def mean_luma(rows, box, ratio):
     return total / count
 
 
+def chromium():
+    """Debian's chromium, headless, through its chromedriver."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--mute-audio",
+                     "--autoplay-policy=no-user-gesture-required", "--window-size=1280,1000"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    browser.set_script_timeout(60)
+    return browser
+
+
+def sign_in(browser, url, token):
+    browser.get(url + "/console/")
+    browser.find_element(By.ID, "token").send_keys(token)
+    browser.find_element(By.CSS_SELECTOR, "#sign-in button").click()
+    return wait_for("the agents page", lambda: browser.execute_script("return document.body.dataset.view") == "agents", 20)
+
+
+def across(args, token, server):
+    """--across A,B: tick both agents on the agents page and start one session across them."""
+    agents = args.across.split(",")
+    bearer = {"Authorization": "Bearer " + token}
+    browser = chromium()
+    try:
+        check(sign_in(browser, args.url, token) is not None, "signed in")
+        rows = lambda: all(browser.find_elements(By.CSS_SELECTOR, 'input[data-select="%s"]' % a) for a in agents)
+        check(wait_for("both agents' checkboxes", rows, 30) is not None, "the agents page offers %s for a session across agents" % agents)
+        check(browser.find_element(By.ID, "start-across").get_attribute("disabled") is not None, "one agent ticked is not enough")
+        # Ticked and started in one script each: the page rebuilds its table every two seconds.
+        for agent in agents:
+            browser.execute_script("""const box = document.querySelector('input[data-select="%s"]'); box.checked = true;
+                box.dispatchEvent(new Event('change'));""" % agent)
+        browser.execute_script("document.getElementById('start-across').click()")
+        played = wait_for("the live player of the new session", lambda: "#/play/group-" in browser.current_url, 30)
+        check(played is not None, "the console opened the new session's live view: %s" % browser.current_url)
+        session = browser.current_url.split("#/play/", 1)[-1].split("?", 1)[0]
+        status, _, body = server.request("GET", "/v1/sessions", bearer)
+        live = [s for s in json.loads(body)["sessions"] if s["id"] == session] if status == 200 else []
+        check(len(live) == 1, "the session %s is live" % session)
+        labels = sorted(t["label"] for t in (live[0]["tracks"] if live else []))
+        check(labels == sorted(args.labels.split(",")), "it records every selected agent's tracks: %s" % labels)
+        print("session: " + session, flush=True)
+    finally:
+        browser.quit()
+    print("%d failed" % len(failures))
+    return 1 if failures else 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--token-file", required=True)
-    parser.add_argument("--agent", required=True)
+    parser.add_argument("--agent")
+    parser.add_argument("--across", help="AGENT,AGENT: only check starting one session across these agents")
+    parser.add_argument("--labels", help="with --across: the track labels the session must hold, comma-separated")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     token = open(args.token_file).read().strip()
     server = Server(args.url)
+    if args.across:
+        return across(args, token, server)
 
     # ---- Without a session: every API and page is a 401; a wrong token signs nobody in.
     for path in ["/v1/agents", "/v1/sessions", "/v1/recordings", "/v1/recordings/x/file", "/v1/events", "/metrics",
@@ -158,14 +212,7 @@ def main():
         check(400 <= status < 500 and b"root:" not in body, "GET %s reads nothing outside (got %d)" % (path, status))
 
     # ---- The browser.
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--mute-audio",
-                     "--autoplay-policy=no-user-gesture-required", "--window-size=1280,1000"]:
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    browser.set_script_timeout(60)
+    browser = chromium()
     shots = []
 
     def shot(name):

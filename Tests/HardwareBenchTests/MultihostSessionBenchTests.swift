@@ -20,6 +20,19 @@ struct MultihostSessionBenchTests {
     static let asymmetry = ["front": 10.0, "back": 0.0, "tone": -20.0]
     static let fps = 5
 
+    /// Where the audio track's packets leave a gap (a packet missing between two), seconds on
+    /// the file's timeline.
+    static func audioGaps(_ file: String, _ decoded: DecodedRecording) throws -> [ClosedRange<Double>] {
+        guard let audio = decoded.streams.first(where: { $0.type == "audio" }) else { return [] }
+        let pts = try Oracle.packetTimes(file, stream: audio.index)
+        guard let first = pts.first else { return [] }
+        let packet: Int64 = 960  // 20 ms at 48 kHz, the agent's Opus frame
+        return zip(pts, pts.dropFirst()).compactMap { a, b in
+            // More than one and a half packets apart (a tick either way is rounding).
+            b - a > packet * 3 / 2 ? (audio.startTime + Double(a + packet - first) / 48000)...(audio.startTime + Double(b - first) / 48000) : nil
+        }
+    }
+
     @Test func threeHostsRecordOneFileInSyncThroughACut() throws {
         let scenario = try BenchResults.scenario("multihost-session")
         let session = try #require(try JSONSerialization.jsonObject(with: Data(scenario.text("session.json").utf8)) as? [String: Any],
@@ -40,12 +53,28 @@ struct MultihostSessionBenchTests {
         let frames = decoded.frameCounters().map(\.numbers.count)
         let seconds = Double(frames.min() ?? 0) / Double(Self.fps)
         #expect(seconds >= 60, "\(frames) frames: at least 60 s recorded")
-        let beeps = decoded.beepTimes()
-        #expect(Double(beeps.count) >= seconds - 2, "\(beeps.count) beeps over \(seconds) s")
+        // A beep whose onset fell in audio the agent dropped (its encoder behind, reported in
+        // DropReports; the emulated CPUs are slow) is found late, by the chunks it lost: such a
+        // beep times the starvation, not the clocks, and is left out (counted in the figure).
+        let gaps = try Self.audioGaps(file, decoded)
+        let allBeeps = decoded.beepTimes()
+        let beeps = allBeeps.filter { b in !gaps.contains { $0.lowerBound - 0.01 <= b && b <= $0.upperBound + 0.1 } }
+        figure("multihost-session", "\(allBeeps.count) beeps, \(allBeeps.count - beeps.count) left out for falling in \(gaps.count) gaps of dropped audio")
+        #expect(Double(allBeeps.count) >= seconds - 2, "\(allBeeps.count) beeps over \(seconds) s")
+        #expect(beeps.count >= allBeeps.count * 9 / 10, "at most a tenth of the beeps fall in dropped audio")
+
+        // One start and one stop instant for all (scheduledCommands): every track's first and
+        // last samples within one frame of the cameras' (5 fps: a test camera's frames fall on
+        // its own 200 ms grid, the first at or after the instant).
+        let spread = decoded.startAndEndSpread(fps: Self.fps)
+        figure("multihost-session", String(format: "first samples within %.1f ms, last within %.1f ms", spread.start * 1000, spread.end * 1000))
+        #expect(spread.start <= 1.0 / Double(Self.fps) + 0.001 && spread.end <= 1.0 / Double(Self.fps) + 0.001,
+                "start \(spread.start * 1000) ms, end \(spread.end * 1000) ms")
 
         let front = decoded.flashTimes(videoTrack: 0, fps: Self.fps), back = decoded.flashTimes(videoTrack: 1, fps: Self.fps)
-        let pairs = [("front", "tone", DecodedRecording.signedOffsets(front, beeps)),
-                     ("back", "tone", DecodedRecording.signedOffsets(back, beeps)),
+        // Per beep, its nearest flash: flash time minus beep time.
+        let pairs = [("front", "tone", DecodedRecording.signedOffsets(beeps, front).map { -$0 }),
+                     ("back", "tone", DecodedRecording.signedOffsets(beeps, back).map { -$0 }),
                      ("front", "back", DecodedRecording.signedOffsets(front, back))]
         for (a, b, offsets) in pairs {
             let expected = -((Self.asymmetry[a] ?? 0) - (Self.asymmetry[b] ?? 0)) / 2 / 1000
@@ -56,7 +85,7 @@ struct MultihostSessionBenchTests {
             figure("multihost-session", String(format: "%@/%@: %d events; |offset − asymmetry shift %+.1f ms| median %.2f ms, p99 %.2f ms, worst %.2f ms; |offset| median %.2f ms, worst %.2f ms",
                                                a, b, offsets.count, expected * 1000, median * 1000, p99 * 1000, (beyond.last ?? 0) * 1000,
                                                raw[raw.count / 2] * 1000, (raw.last ?? 0) * 1000))
-            #expect(offsets.count >= Int(seconds) - 2, "\(a)/\(b): \(offsets.count) events")
+            #expect(offsets.count >= min(beeps.count, Int(seconds) - 2), "\(a)/\(b): \(offsets.count) events")
             #expect(median <= 0.005, "\(a)/\(b): median \(median * 1000) ms beyond the asymmetry shift")
             #expect((beyond.last ?? 1) <= 1.0 / 30, "\(a)/\(b): worst \((beyond.last ?? 1) * 1000) ms beyond the asymmetry shift")
         }

@@ -133,6 +133,37 @@ struct SessionAcrossAgentsRegistryTests {
         #expect(try Oracle.streams(file).map(\.packets) == [cam.samples.count, half], "all of cam's, mic's up to the refused one")
     }
 
+    @Test func anAgentNotBackWithinTheResumeWindowHasItsTracksEndedAndTheOthersGoOn() async throws {
+        let directory = try TemporaryDirectory(prefix: "across-window")
+        let registry = try await Self.registry(directory)
+        let (cam, mic) = try Self.parts(seconds: 4)
+        let (session, camLane, micLane, id) = try await Self.form(registry, cam, mic)
+        let camHalf = cam.samples.count / 2, micHalf = mic.samples.count / 2
+        _ = await session.append(cam.samples[..<camHalf], lane: camLane)
+        _ = await session.append(mic.samples[..<micHalf], lane: micLane)
+        // mic's connection ends; its part waits for a resume until the window's end.
+        let now = ContinuousClock.now
+        #expect(await session.detach(connection: 2, now: now) == false, "the session goes on")
+        #expect(await session.snapshot().state == "recording", "cam is still attached")
+        await registry.sweep(now: now + .seconds(1))
+        #expect(await !session.members[Int(micLane)].hasLeft, "within the window mic's part waits")
+        await registry.sweep(now: now + registry.resumeWindow + .seconds(1))
+        #expect(await session.members[Int(micLane)].hasLeft, "past the window mic's part has ended")
+        #expect(await !session.isFinished, "cam's goes on")
+        #expect(await registry.liveSessionCount == 1)
+        #expect(await registry.session("mic-part") === session, "mic's id still finds the session (and a late resume is refused)")
+        await #expect(throws: ProtocolError.self) { try await registry.resumeSession("mic-part", agentID: "mic", connection: 3) }
+        let rest = await session.append(cam.samples[camHalf...], lane: camLane)
+        #expect(rest.failure == nil)
+        #expect(try await session.close(lane: camLane) == UInt64(cam.samples.count))
+        let file = directory.path + "/" + id + "/recording.mp4"
+        #expect(try Oracle.decodeErrors(file) == nil)
+        let packets = try Oracle.streams(file).map(\.packets)
+        #expect(packets[0] == cam.samples.count, "all of cam's samples")
+        #expect(packets[1] > 0 && packets[1] <= micHalf, "mic's acknowledged part, \(packets[1]) of the \(micHalf) it sent")
+        #expect(UInt64(packets[1]) >= (await session.members[Int(micLane)].acknowledged), "every sample acknowledged to mic is in the file")
+    }
+
     @Test func labelsSharedByTwoAgentsRefuseTheStartForBoth() async throws {
         let directory = try TemporaryDirectory(prefix: "across-labels")
         let registry = try await Self.registry(directory)

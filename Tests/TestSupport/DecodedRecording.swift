@@ -36,8 +36,12 @@ public struct DecodedRecording {
             videoFrames.append(numbers.enumerated().map { i, number in (number, i < times.count ? times[i] : .nan) })
         }
         if let audio = streams.first(where: { $0.type == "audio" }) {
-            audioStart = audio.startTime
-            let pcm = try runTool("ffmpeg", ["-v", "error", "-i", path, "-map", "0:\(audio.index)", "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
+            // On the file's timeline from 0: packets an agent reported dropped leave gaps in the
+            // timestamps, which become silence here instead of pulling every later beep earlier
+            // (ffmpeg otherwise decodes packet after packet as if they touched).
+            audioStart = 0
+            let pcm = try runTool("ffmpeg", ["-v", "error", "-i", path, "-map", "0:\(audio.index)",
+                                             "-af", "aresample=async=1:min_hard_comp=0.001:first_pts=0", "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
             guard pcm.status == 0 else { throw ToolError.failed("ffmpeg audio decode of \(path)", pcm) }
             audioSamples = pcm.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         }
@@ -83,6 +87,19 @@ public struct DecodedRecording {
     public static func signedOffsets(_ events: [Double], _ references: [Double]) -> [Double] {
         guard !references.isEmpty else { return [] }
         return events.map { e in e - references.min { abs($0 - e) < abs($1 - e) }! }
+    }
+
+    /// How far apart the tracks start, and end (seconds): first video frame and first audio
+    /// sample; last frame plus one frame of `fps`, and the audio's end.
+    public func startAndEndSpread(fps: Int) -> (start: Double, end: Double) {
+        let frame = 1.0 / Double(fps)
+        var starts = videoFrames.compactMap { $0.first?.time }
+        var ends = videoFrames.compactMap { $0.last.map { $0.time + frame } }
+        if !audioSamples.isEmpty {
+            starts.append(audioStart)
+            ends.append(audioStart + Double(audioSamples.count) / 48000)
+        }
+        return ((starts.max() ?? 0) - (starts.min() ?? 0), (ends.max() ?? 0) - (ends.min() ?? 0))
     }
 
     /// Per video track (file order): its frame counters (burnt in by the test camera), which

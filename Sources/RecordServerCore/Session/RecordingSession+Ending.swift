@@ -13,6 +13,11 @@ extension RecordingSession {
         guard !isFinished, muxer != nil else { throw ProtocolError(.unknownSession, "session \(members[m].wireID) has finished") }
         if isAcrossAgents {
             leave(member: m, reason: "its agent closed it")
+            // Stopped before any agent's first sample (a stop right after the start): nothing to keep.
+            if members.allSatisfy(\.hasLeft), !hasSamples {
+                discardEmpty(reason: "closed before the first sample")
+                return members[m].acknowledged
+            }
             guard members.allSatisfy(\.hasLeft) else {
                 try syncIfDue()
                 guard members[m].acknowledged < members[m].highestReceived, !isFinished else { return members[m].acknowledged }
@@ -36,7 +41,9 @@ extension RecordingSession {
         if !isFinished {
             if isAcrossAgents {
                 leave(member: m, reason: "\(error.code): \(error.message)")
-                if members.allSatisfy(\.hasLeft) { finalize(as: .failed, reason: "\(error.code): \(error.message)") }
+                if members.allSatisfy(\.hasLeft) {
+                    if hasSamples { finalize(as: .failed, reason: "\(error.code): \(error.message)") } else { discardEmpty(reason: "\(error.code): \(error.message)") }
+                }
             } else if hasSamples {
                 finalize(as: .failed, reason: "\(error.code): \(error.message)")
             } else {

@@ -97,6 +97,8 @@ extension SessionRegistry {
     func failGroup(_ id: SessionID, _ reason: String) {
         guard let group = pendingGroups.removeValue(forKey: id) else { return }
         logger.warning("a session across agents did not start", metadata: ["session": "\(id)", "reason": "\(reason)"])
+        // An agent that opens its part after this (a slow camera) must not record on its own.
+        for agent in group.agents where group.opened[agent] == nil { failedJoins[agent] = (reason, clock.now + Self.startWait) }
         for waiter in group.waiters.values {
             waiter.resume(returning: .failure(ProtocolError(.internalError, scope: .session, "session \(id) across agents did not start: \(reason)")))
         }

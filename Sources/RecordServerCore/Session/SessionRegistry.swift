@@ -55,6 +55,9 @@ actor SessionRegistry {
     private(set) var isShuttingDown = false
     /// Sessions across agents waiting for every agent's `SessionOpen` (SessionRegistry+Groups).
     var pendingGroups: [SessionID: PendingGroup] = [:]
+    /// Agents of a session across agents that did not start, with why and until when a late
+    /// `SessionOpen` of theirs (the answer to that start) is refused rather than recorded alone.
+    var failedJoins: [String: (reason: String, until: ContinuousClock.Instant)] = [:]
     /// Each connected agent's newest clock estimate: a session across agents maps its samples'
     /// times through it.
     private var clocks: [String: ClockEstimator.Estimate] = [:]
@@ -143,6 +146,10 @@ actor SessionRegistry {
             throw ProtocolError(.sessionBusy, "session id \(open.sessionID) is already in use; choose a new one")
         }
         if let group = pendingGroupID(of: agentID) { return try await join(group, open: open, agentID: agentID, connection: connection) }
+        if let failed = failedJoins.removeValue(forKey: agentID), clock.now < failed.until,
+           !startWaiters.values.contains(where: { $0.agentID == agentID }) {
+            throw ProtocolError(.internalError, scope: .session, "the session across agents this agent was asked to join did not start: \(failed.reason)")
+        }
         let member = SessionMember(agentID: agentID, wireID: open.sessionID, lane: 0, open: open,
                                    sessionTracks: Dictionary(uniqueKeysWithValues: open.tracks.map { ($0.id, $0.id) }),
                                    attachment: .attached(connection: connection))

@@ -195,6 +195,48 @@ struct SessionAcrossAgentsTests {
         }
     }
 
+    /// The web console's agents page: tick two idle agents, start one session across them
+    /// (in a real browser, Debian's chromium), and the session records both agents' tracks.
+    @Test(.timeLimit(.minutes(5)))
+    func theConsoleStartsOneSessionAcrossTheTickedAgents() async throws {
+        try HeadlessBrowser.requireInstalled()
+        let fixture = try ServerFixture(prefix: "across-console")
+        let port = try await fixture.start()
+        let agents = [
+            try AgentProcess(id: "cam-x", serverPort: port, fixture: fixture, logLevel: "info", sources: ["front=test:160x120@10"]),
+            try AgentProcess(id: "mic-y", serverPort: port, fixture: fixture, logLevel: "info", sources: ["tone=test:audio"]),
+        ]
+        let env = ["RECORDCTL_SERVER": fixture.adminURL, "RECORDCTL_TOKEN_FILE": fixture.adminTokenFile]
+        do {
+            _ = try await eventually("two agents with clock estimates", seconds: 60) { () -> Bool? in
+                let listed = try await offPool { try recordctl(["agents", "--json"], environment: env) }
+                return (try listed.json()["agents"] as? [[String: Any]] ?? []).filter { $0["clock"] is [String: Any] }.count == 2 ? true : nil
+            }
+            let result = try await HeavyTests.exclusively {
+                try await runToolOffPool(HeadlessBrowser.python, [
+                    HeadlessBrowser.script("console_browser.py"), "--url", fixture.adminURL, "--token-file", fixture.adminTokenFile,
+                    "--across", "cam-x,mic-y", "--labels", "front,tone", "--out", fixture.directory + "/screenshots",
+                ])
+            }
+            #expect(result.status == 0, "browser checks failed:\n\(result.stdoutText)\n\(result.stderr.suffix(4000))")
+            let session = try #require(result.stdoutText.split(separator: "\n").first { $0.hasPrefix("session: ") }?.dropFirst(9))
+            _ = try await samples(of: "front", atLeast: 20, session: String(session), env: env)
+            _ = try await samples(of: "tone", atLeast: 50, session: String(session), env: env)
+            #expect(try await offPool { try recordctl(["stop", String(session)], environment: env) }.status == 0)
+            let final = try await eventually("the session's file to be final", seconds: 60) { () -> Bool? in
+                let rows = try fixture.recordings(session: String(session))
+                return rows.count == 1 && rows[0].status == .completed ? true : nil
+            }
+            #expect(final)
+        } catch {
+            for agent in agents { await agent.stop() }
+            await fixture.stop()
+            throw error
+        }
+        for agent in agents { await agent.stop() }
+        await fixture.stop()
+    }
+
     /// Every video track's frame counters (burnt in by the test camera) run in order, each at
     /// most once, and any missing between its first and last were reported dropped by the agent.
     /// The first need not be 0: a scheduled start drops the test camera's frames before it.
@@ -211,17 +253,10 @@ struct SessionAcrossAgentsTests {
     /// The tracks start within one frame of each other, and end within one frame (the
     /// scheduled start and stop, protocol.md §6.16–§6.17).
     static func checkStartAndEndAligned(_ decoded: DecodedRecording) {
-        let frame = 1.0 / Double(fps)
-        var starts = decoded.videoFrames.compactMap { $0.first?.time }
-        var ends = decoded.videoFrames.compactMap { $0.last.map { $0.time + frame } }
-        if !decoded.audioSamples.isEmpty {
-            starts.append(decoded.audioStart)
-            ends.append(decoded.audioStart + Double(decoded.audioSamples.count) / 48000)
-        }
-        let startSpread = (starts.max() ?? 0) - (starts.min() ?? 0), endSpread = (ends.max() ?? 0) - (ends.min() ?? 0)
-        print("across agents: first samples within \(startSpread * 1000) ms, last within \(endSpread * 1000) ms (\(starts), \(ends))")
-        #expect(startSpread <= frame + 0.001, "first samples \(starts)")
-        #expect(endSpread <= frame + 0.001, "ends \(ends)")
+        let spread = decoded.startAndEndSpread(fps: fps), frame = 1.0 / Double(fps)
+        print("across agents: first samples within \(spread.start * 1000) ms, last within \(spread.end * 1000) ms")
+        #expect(spread.start <= frame + 0.001, "first samples \(spread.start * 1000) ms apart")
+        #expect(spread.end <= frame + 0.001, "ends \(spread.end * 1000) ms apart")
     }
 
     /// Waits until the live session's track `label` holds at least `count` samples and returns

@@ -126,12 +126,25 @@ function route() {
 
 function renderAgents() {
   const body = h('div');
-  view.append(h('h1', {}, 'Agents'), body);
+  // Several idle agents ticked: one session across them (their tracks in one file, in the order ticked).
+  const selected = [];
+  const across = h('button', { type: 'button', id: 'start-across', disabled: true, onclick: () => startSessionAcross(selected.slice()) },
+    'Start one session across the selected agents');
+  const select = (agent, on) => {
+    const at = selected.indexOf(agent);
+    if (on && at < 0) selected.push(agent);
+    if (!on && at >= 0) selected.splice(at, 1);
+    across.disabled = selected.length < 2;
+  };
+  view.append(h('h1', {}, 'Agents'), h('p', {}, across), body);
   const refresh = async () => {
     try {
       const { agents, offline_agents: offline } = await api('/v1/agents');
-      body.replaceChildren(table(['Agent', 'Address', 'Version', 'Connected', 'Last seen', 'Round trip', 'Clock offset', 'Session', 'Capture', ''],
+      for (const agent of selected.slice()) if (!agents.some((a) => a.id === agent && !a.session_id)) select(agent, false);
+      body.replaceChildren(table(['', 'Agent', 'Address', 'Version', 'Connected', 'Last seen', 'Round trip', 'Clock offset', 'Session', 'Capture', ''],
         [...agents.map((a) => h('tr', { dataset: { agent: a.id } },
+          h('td', {}, a.session_id ? null : h('input', { type: 'checkbox', title: 'include in a session across agents',
+            dataset: { select: a.id }, checked: selected.includes(a.id), onchange: (event) => select(a.id, event.target.checked) })),
           h('td', {}, a.id, ' ', h('span', { class: 'ok' }, '● online')),
           h('td', {}, a.address),
           h('td', {}, a.software_version),
@@ -144,6 +157,7 @@ function renderAgents() {
           h('td', {}, a.capture_failure ? h('span', { class: 'bad', title: fmt.date(a.capture_failure.at) }, a.capture_failure.message) : h('span', { class: 'muted' }, 'ok')),
           h('td', {}, a.session_id ? null : h('button', { type: 'button', onclick: () => startSession(a.id) }, 'Start recording')))),
         ...offline.map((a) => h('tr', { dataset: { agent: a.id }, class: 'offline' },
+          h('td', {}),
           h('td', {}, a.id, ' ', h('span', { class: 'muted' }, '○ offline')),
           h('td', { class: 'muted' }, a.last_address),
           h('td', {}, a.software_version),
@@ -162,6 +176,13 @@ async function startSession(agent) {
     const result = await api('/v1/sessions', { method: 'POST', body: { agent } });
     location.hash = result.session_id ? `#/play/${enc(result.session_id)}?live=1` : '#/sessions';
   } catch (error) { notice(`Cannot start a recording on ${agent}: ${failureText(error)}`); }
+}
+
+async function startSessionAcross(agents) {
+  try {
+    const result = await api('/v1/sessions', { method: 'POST', body: { agents } });
+    location.hash = `#/play/${enc(result.session_id)}?live=1`;
+  } catch (error) { notice(`Cannot start a session across ${agents.join(', ')}: ${failureText(error)}`); }
 }
 
 async function control(session, action) {
