@@ -107,7 +107,7 @@ case "$scenario" in
     start_server || exit 1
     # Emulated (TCG) CPUs run libopus about 40 times slower than the host: four encoders at
     # the default complexity 10 would need ~190 % of the guest's two CPUs.
-    OPUS_COMPLEXITY=3 record 10 'hw=alsa:hw:Loopback,1,0?channels=2' 'plughw=alsa:plughw:Loopback,1,1?channels=1' \
+    OPUS_COMPLEXITY=3 record 20 'hw=alsa:hw:Loopback,1,0?channels=2' 'plughw=alsa:plughw:Loopback,1,1?channels=1' \
       'dsnoop=alsa:dsnoop:CARD=Loopback,DEV=1,SUBDEV=2?channels=2' 'dummy=alsa:hw:Dummy,0?channels=2'
     kill $(jobs -p) 2>/dev/null
     ;;
