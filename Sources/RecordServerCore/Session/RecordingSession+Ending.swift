@@ -172,7 +172,8 @@ extension RecordingSession {
     func endAbsentMembers(reason: String) {
         guard isAcrossAgents, case .recording = phase else { return }
         for m in members.indices where !members[m].isAttached && !members[m].hasLeft { leave(member: m, reason: reason) }
-        // A storage failure fails the session here; the agents are told when they next send.
+        // Ignoring the error loses nothing: a storage failure has failed the session inside
+        // syncIfDue (its rows written), and the agents are told when they next send.
         try? syncIfDue()
     }
 

@@ -36,6 +36,7 @@ struct SessionAcrossAgentsTests {
         do {
             try await record(agents: agents, proxy: proxy, fixture: fixture, env: env)
         } catch {
+            // Diagnostics for a failure already being thrown: a listing that cannot be had prints nothing.
             print("--- sessions:\n\((try? recordctl(["sessions", "--json"], environment: env))?.stdout ?? "")")
             for agent in agents {
                 let lines = agent.log.split(separator: "\n").filter { !$0.contains("discarded") && !$0.contains("reconnecting") && !$0.contains("connecting to") }
