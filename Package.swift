@@ -34,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.8.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.0.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // The catalog in PostgreSQL (issue 18), for servers that share one.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         // Deque for the muxer's and the agent's queues (already a dependency of swift-nio).
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
     ],
@@ -107,6 +109,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The admin listener over HTTPS (admin.tls).
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -4,8 +4,9 @@
 set -euo pipefail
 
 packages=(libx264-dev libopus-dev libv4l-dev libasound2-dev libsqlite3-dev ffmpeg pkg-config openssl python3-venv)
-# The test command (BOOTSTRAP_FOR_TESTS=1) also needs the browser the web console is tested in.
-if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ]; then packages+=(chromium chromium-driver); fi
+# The test command (BOOTSTRAP_FOR_TESTS=1) also needs the browser the web console is tested in,
+# and PostgreSQL for the catalog's second backend (scripts/catalog-postgres.sh starts its own cluster).
+if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ]; then packages+=(chromium chromium-driver postgresql-15); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

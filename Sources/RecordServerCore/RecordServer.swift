@@ -14,7 +14,7 @@ import Shared
 public final class RecordServer: Sendable {
     public let configuration: ServerConfiguration
     let registry: SessionRegistry
-    public let catalog: Catalog
+    let catalog: any RecordingCatalog
     public let metrics: ServerMetrics
     private let storage: StorageLayout
     /// Held from construction until the server stops: one server per data directory.
@@ -37,7 +37,12 @@ public final class RecordServer: Sendable {
         storage = try StorageLayout(dataDirectory: configuration.dataDirectory)
         try storage.prepare()
         lock = try DataDirectoryLock(dataDirectory: configuration.dataDirectory)
-        catalog = try Catalog(path: storage.catalogPath)
+        switch try configuration.catalogLocation() {
+        case .embedded: catalog = try Catalog(path: storage.catalogPath)
+        case .postgres(let address):
+            catalog = try PostgresCatalog(address: address, logger: logger)
+            logger.notice("catalog: \(address)")
+        }
         metrics = ServerMetrics()
 
         var tls: TLSConfiguration?
@@ -173,7 +178,7 @@ struct IngestService: Service {
 /// shutdown, finalize every session.
 struct Housekeeping: Service {
     let registry: SessionRegistry
-    let catalog: Catalog
+    let catalog: any RecordingCatalog
     let storage: StorageLayout
     let retention: RetentionPolicy
     let logger: Logger

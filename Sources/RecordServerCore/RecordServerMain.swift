@@ -18,6 +18,8 @@ public struct RecordServerCommand: AsyncParsableCommand {
     @Option(help: "Agent listener as HOST:PORT (default 0.0.0.0:7443).") var listen: String?
     @Option(name: .customLong("admin-listen"), help: "Admin API listener as HOST:PORT (default 127.0.0.1:7444).") var adminListen: String?
     @Option(name: .customLong("data-dir"), help: "Directory for recordings and the catalog.") var dataDirectory: String?
+    @Option(help: ArgumentHelp("Where the catalog lives: sqlite (default, in the data directory) or a PostgreSQL URL.",
+                               valueName: "sqlite|postgresql://USER@HOST:PORT/DATABASE?password_file=PATH")) var catalog: String?
     @Option(help: "CA certificate (PEM) that agent certificates must chain to.") var ca: String?
     @Option(help: "Server certificate (PEM).") var cert: String?
     @Option(help: "Server private key (PEM).") var key: String?
@@ -64,7 +66,7 @@ public struct RecordServerCommand: AsyncParsableCommand {
             listen: listen, adminListen: adminListen, dataDirectory: dataDirectory, caCertificate: ca, certificate: cert,
             privateKey: key, revocationList: revocationList, adminToken: adminToken, adminTokenFile: adminTokenFile,
             insecurePlaintext: insecurePlaintext ? true : nil, resumeWindowSeconds: resumeWindow, logLevel: logLevel,
-            webhooks: webhooks.isEmpty ? nil : webhooks, adminTLS: adminTLS ? true : nil))
+            webhooks: webhooks.isEmpty ? nil : webhooks, adminTLS: adminTLS ? true : nil, catalog: catalog))
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
         let level = configuration.logLevel
         LoggingSystem.bootstrap { label in

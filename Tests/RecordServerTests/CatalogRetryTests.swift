@@ -61,6 +61,10 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
     func deleteRecording(id: String) throws { try write { try real.deleteRecording(id: id) } }
     func upsertTrack(_ track: TrackRecord) throws { try write { try real.upsertTrack(track) } }
     func tracks(sessionID: String) throws -> [TrackRecord] { try real.tracks(sessionID: sessionID) }
+    func totalRecordingBytes() throws -> Int64 { try real.totalRecordingBytes() }
+    func oldestFinishedRecordings(limit: Int, offset: Int) throws -> [RecordingRecord] {
+        try real.oldestFinishedRecordings(limit: limit, offset: offset)
+    }
 }
 
 /// Issue 13, finding 5: `try? catalog…` swallowed write failures, so a failed session's row

@@ -3,6 +3,10 @@ import GRDB
 import Testing
 @testable import RecordServerCore
 
+/// The catalog's behaviour, the same on both backends: the embedded SQLite (in memory) and a
+/// real PostgreSQL 15 (`TestPostgres`, a database per test). What only one backend has — the
+/// SQLite file's mode and migrations of old files; PostgreSQL's connection and its migrations —
+/// is tested below and in `PostgresCatalogTests`.
 @Suite struct CatalogTests {
     // Whole and binary-fraction seconds: exact as Double, so dates compare equal after a round trip.
     private let t0 = Date(timeIntervalSince1970: 1_700_000_000)
@@ -21,8 +25,8 @@ import Testing
                         finishedAt: status == .recording ? nil : t0.addingTimeInterval(offset + 60), error: status == .failed ? "disk full" : nil)
     }
 
-    @Test func agentsAreUpsertedKeepingFirstAndLatestSighting() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func agentsAreUpsertedKeepingFirstAndLatestSighting(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         try catalog.recordAgentSeen(AgentRecord(id: "cam-2", lastAddress: "10.0.0.2:5000", softwareVersion: "0.1.0", firstSeen: t0, lastSeen: t0))
         try catalog.recordAgentSeen(AgentRecord(id: "cam-1", lastAddress: "10.0.0.1:5000", softwareVersion: "0.1.0",
                                                 firstSeen: t0.addingTimeInterval(100), lastSeen: t0.addingTimeInterval(100)))
@@ -34,8 +38,8 @@ import Testing
                                          firstSeen: t0.addingTimeInterval(100), lastSeen: t0.addingTimeInterval(500)))
     }
 
-    @Test func sessionsRoundTripAndUpdate() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func sessionsRoundTripAndUpdate(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         let original = session("s1", labels: ["room": "A", "take": "3"])
         try catalog.insertSession(original)
         #expect(try catalog.session(id: "s1") == original)
@@ -50,8 +54,8 @@ import Testing
         #expect(try catalog.session(id: "s1") == expected)
     }
 
-    @Test func duplicateSessionIsAConflictAndUnknownUpdateIsNotFound() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func duplicateSessionIsAConflictAndUnknownUpdateIsNotFound(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         try catalog.insertSession(session("s1"))
         let duplicate = #expect(throws: CatalogError.self) { try catalog.insertSession(session("s1")) }
         #expect(duplicate?.code == .conflict)
@@ -62,8 +66,8 @@ import Testing
         #expect(missing?.code == .notFound)
     }
 
-    @Test func labelsRoundTripThroughJSON() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func labelsRoundTripThroughJSON(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         let labels = ["": "empty key", "quote\"s": "back\\slash", "unicode": "Prüfung 🎥", "newline": "a\nb"]
         try catalog.insertSession(session("s1", labels: labels))
         try catalog.insertSession(session("s2"))
@@ -71,8 +75,8 @@ import Testing
         #expect(try catalog.session(id: "s2")?.labels == [:])
     }
 
-    @Test func unfinishedSessionsAreThoseStillRecordingOldestFirst() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func unfinishedSessionsAreThoseStillRecordingOldestFirst(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         try catalog.insertSession(session("late", at: 50))
         try catalog.insertSession(session("done", status: .completed, at: 10))
         try catalog.insertSession(session("early", at: 5))
@@ -82,8 +86,8 @@ import Testing
         #expect(try catalog.unfinishedSessions().map(\.id) == ["late"])
     }
 
-    @Test func recordingsUpsertReplaceAndDelete() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func recordingsUpsertReplaceAndDelete(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         var first = recording("s1", 1, status: .recording, size: 0)
         try catalog.upsertRecording(first)
         #expect(try catalog.recording(id: "s1-1") == first)
@@ -104,8 +108,8 @@ import Testing
         #expect(try catalog.recordings(sessionID: "s1").map(\.id) == ["s1-1", "s1-3"])
     }
 
-    @Test func recordingFiltersByAgentStatusTimeAndLimit() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func recordingFiltersByAgentStatusTimeAndLimit(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         try catalog.upsertRecording(recording("a", agent: "cam-1", status: .completed, at: 0))
         try catalog.upsertRecording(recording("b", agent: "cam-2", status: .failed, at: 10))
         try catalog.upsertRecording(recording("c", agent: "cam-1", status: .interrupted, at: 20))
@@ -125,8 +129,8 @@ import Testing
         #expect(try ids(RecordingFilter(agentID: "cam-9")) == [])
     }
 
-    @Test func recordingFiltersBySessionLabelWhateverTheKeyHolds() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func recordingFiltersBySessionLabelWhateverTheKeyHolds(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         try catalog.insertSession(session("a", labels: ["room": "studio-2", "take": "3"]))
         try catalog.insertSession(session("b", labels: ["room": "hall"]))
         try catalog.insertSession(session("c", labels: ["a.b": "dot", "q\"uote": "x"]))
@@ -147,8 +151,8 @@ import Testing
         #expect(try catalog.recordings(RecordingFilter(agentID: "cam-1", label: .init(key: "room", value: "hall"))).map(\.id) == ["b-1"])
     }
 
-    @Test func tracksUpsertAndListInTrackOrder() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func tracksUpsertAndListInTrackOrder(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         var audio = TrackRecord(sessionID: "s1", trackID: 3, label: "mic", kind: "audio", codec: "opus", width: 0, height: 0)
         let video = TrackRecord(sessionID: "s1", trackID: 1, label: "front", kind: "video", codec: "h264", width: 1280, height: 720,
                                 status: .ended, samples: 900, bytes: 4_000_000, dropped: 2)
@@ -163,8 +167,8 @@ import Testing
         #expect(try catalog.tracks(sessionID: "none") == [])
     }
 
-    @Test func retentionQueriesSumSizesAndListFinishedOldestFirst() throws {
-        let catalog = try Catalog.inMemory()
+    @Test(arguments: CatalogBackend.allCases) func retentionQueriesSumSizesAndListFinishedOldestFirst(_ backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
         #expect(try catalog.totalRecordingBytes() == 0)
         try catalog.upsertRecording(recording("new", at: 300, size: 1))
         try catalog.upsertRecording(recording("live", status: .recording, at: 0, size: 10))
@@ -172,8 +176,8 @@ import Testing
         try catalog.upsertRecording(recording("old", 1, at: 100, size: 1000))
         try catalog.upsertRecording(recording("mid", status: .failed, at: 200, size: 10_000))
         #expect(try catalog.totalRecordingBytes() == 11_111)
-        #expect(try catalog.oldestFinishedRecordings(limit: 10).map(\.id) == ["old-1", "old-2", "mid-1", "new-1"])
-        #expect(try catalog.oldestFinishedRecordings(limit: 2).map(\.id) == ["old-1", "old-2"])
+        #expect(try catalog.oldestFinishedRecordings(limit: 10, offset: 0).map(\.id) == ["old-1", "old-2", "mid-1", "new-1"])
+        #expect(try catalog.oldestFinishedRecordings(limit: 2, offset: 0).map(\.id) == ["old-1", "old-2"])
         #expect(try catalog.oldestFinishedRecordings(limit: 2, offset: 2).map(\.id) == ["mid-1", "new-1"])
     }
 

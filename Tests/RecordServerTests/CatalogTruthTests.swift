@@ -10,7 +10,11 @@ import TestSupport
 struct CatalogTruthTests {
     @Test("a recording being written shows its durable size and duration, not 0 B and 0 s; finished, the catalog matches the file")
     func liveAndFinishedFiguresComeFromTheFile() async throws {
-        let fixture = try ServerFixture()
+        for backend in CatalogBackend.allCases { try await liveAndFinishedFiguresComeFromTheFile(backend) }
+    }
+
+    private func liveAndFinishedFiguresComeFromTheFile(_ backend: CatalogBackend) async throws {
+        let fixture = try ServerFixture.with(catalog: backend)
         let port = try await fixture.start()
         let content = try SessionContent.make(sessionID: "s-live", seconds: 4)
         let agent = try await fixture.connectAgent("agent-1", port: port)
@@ -33,8 +37,9 @@ struct CatalogTruthTests {
         _ = try await agent.close("s-live", finalSequence: UInt64(content.samples.count))
         await agent.disconnect()
         await fixture.stop()
-        let recording = try #require(try fixture.recordings(session: "s-live").first)
-        #expect(recording.status == .completed)
-        try Oracle.expectCatalogMatchesFile(recording, tracks: try fixture.catalog().tracks(sessionID: "s-live"))
+        let catalog = try fixture.serverCatalog()
+        let recording = try #require(try catalog.recordings(sessionID: "s-live").first, "\(backend)")
+        #expect(recording.status == .completed, "\(backend)")
+        try Oracle.expectCatalogMatchesFile(recording, tracks: try catalog.tracks(sessionID: "s-live"))
     }
 }

@@ -22,8 +22,9 @@ struct ResumeFinishedSessionTests {
         }
     }
 
-    @Test func aFinalizedSessionAnswersWithItsDurablePointAcrossARestart() async throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: CatalogBackend.allCases)
+    func aFinalizedSessionAnswersWithItsDurablePointAcrossARestart(_ backend: CatalogBackend) async throws {
+        let fixture = try ServerFixture.with(catalog: backend)
         var port = try await fixture.start()
         let content = try SessionContent.make(sessionID: "s-done", seconds: 2)
         let agent = try await fixture.connectAgent("agent-1", port: port)
@@ -33,7 +34,7 @@ struct ResumeFinishedSessionTests {
         let closed = try await agent.close("s-done", finalSequence: last)
         #expect(closed == SessionClosed(sessionID: "s-done", outcome: .finalized, durableSequence: last))
         await agent.disconnect()
-        #expect(try fixture.catalog().session(id: "s-done")?.durableSequence == last)
+        #expect(try fixture.serverCatalog().session(id: "s-done")?.durableSequence == last)
 
         // The same server, then a restarted one (the catalog is all that is left of the session).
         let before = try await resumeAnswer(fixture, port: port, "s-done", lastAcknowledged: last - 5)

@@ -195,7 +195,7 @@ extension StorageTests {
             #expect(!policy.isEnabled)
             #expect(policy == .off)
             #expect(try policy.apply(catalog: catalog, storage: layout, now: now, isLive: { _ in false }).isEmpty)
-            #expect(try catalog.oldestFinishedRecordings(limit: 10).count == 2)
+            #expect(try catalog.oldestFinishedRecordings(limit: 10, offset: 0).count == 2)
             #expect(records.allSatisfy { FileManager.default.fileExists(atPath: $0.path) })
             #expect(ServerConfiguration().retentionPolicy == .off)
         }
@@ -205,7 +205,7 @@ extension StorageTests {
             let (catalog, layout, records) = try fixture(ages: [3, 40, 8, 10], scratch: scratch)
             let deleted = try RetentionPolicy(maxAge: 7 * 86_400).apply(catalog: catalog, storage: layout, now: now, isLive: { _ in false })
             #expect(deleted.map(\.id) == ["s1-1", "s3-1", "s2-1"])
-            #expect(try catalog.oldestFinishedRecordings(limit: 10).map(\.id) == ["s0-1"])
+            #expect(try catalog.oldestFinishedRecordings(limit: 10, offset: 0).map(\.id) == ["s0-1"])
             #expect(FileManager.default.fileExists(atPath: records[0].path))
             for record in deleted {
                 #expect(!FileManager.default.fileExists(atPath: record.path))

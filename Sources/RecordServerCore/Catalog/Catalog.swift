@@ -245,7 +245,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     /// Finished recordings (any status but `recording`), oldest first: by `createdAt`, then
     /// session and segment, so a session's segments go in order. `offset` skips rows the
     /// caller decided to keep, for paging through a pass that deletes as it goes.
-    func oldestFinishedRecordings(limit: Int, offset: Int = 0) throws(CatalogError) -> [RecordingRecord] {
+    func oldestFinishedRecordings(limit: Int, offset: Int) throws(CatalogError) -> [RecordingRecord] {
         try read("list finished recordings") { db in
             try RecordingRecord.fetchAll(db, sql: """
                 SELECT * FROM recordings WHERE status <> ?

@@ -1,4 +1,4 @@
-/// A catalog operation that failed. GRDB/SQLite errors are wrapped so callers see one error
+/// A catalog operation that failed. GRDB/SQLite and PostgreSQL errors are wrapped so callers see one error
 /// type with a stable `code` and a message that names the operation; the SQLite text is kept
 /// in `underlying` for logs.
 public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -15,7 +15,8 @@ public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible 
         case notFound
         /// A stored value cannot be decoded (an unknown status, malformed labels JSON).
         case corruptRow
-        /// Any other SQLite failure (disk full, I/O error, busy beyond the timeout).
+        /// Any other database failure (disk full, I/O error, busy beyond the timeout, a lost
+        /// connection to PostgreSQL).
         case queryFailed
     }
 
@@ -24,6 +25,9 @@ public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible 
     var message: String
     /// The wrapped error's description, if any.
     var underlying: String?
+    /// PostgreSQL's SQLSTATE when the database answered with an error (nil for SQLite, and
+    /// for a connection that failed before any answer).
+    var serverState: String?
 
     init(_ code: Code, _ message: String, underlying: String? = nil) {
         self.code = code
@@ -33,5 +37,17 @@ public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public var description: String {
         "catalog \(code.rawValue): \(message)" + (underlying.map { " (\($0))" } ?? "")
+    }
+}
+
+extension CatalogError {
+    /// `error` itself when it is one (both backends throw only `CatalogError`; the protocol's
+    /// untyped `throws` lets test doubles throw others), or a `.queryFailed` carrying it.
+    init(wrapping error: any Error) {
+        if let error = error as? CatalogError {
+            self = error
+        } else {
+            self.init(.queryFailed, "catalog operation failed", underlying: "\(error)")
+        }
     }
 }

@@ -145,7 +145,8 @@ public struct RecordingFilter: Sendable, Equatable {
     }
 }
 
-/// What the ingest side needs from the catalog. Implemented by `Catalog` (SQLite via GRDB).
+/// What the server needs from the catalog. Implemented by `Catalog` (SQLite via GRDB, the
+/// default) and `PostgresCatalog` (`--catalog postgresql://…`); `CatalogTests` runs on both.
 /// Every call is synchronous and quick (small rows); callers are actors off the event loop.
 protocol RecordingCatalog: Sendable {
     func recordAgentSeen(_ agent: AgentRecord) throws
@@ -172,6 +173,12 @@ protocol RecordingCatalog: Sendable {
 
     func upsertTrack(_ track: TrackRecord) throws
     func tracks(sessionID: String) throws -> [TrackRecord]
+
+    /// The sum of `sizeBytes` over every recording, live ones included: the disk they occupy.
+    func totalRecordingBytes() throws -> Int64
+    /// Finished recordings (any status but `recording`), oldest first: by `createdAt`, then
+    /// session and segment. `offset` skips rows the caller decided to keep.
+    func oldestFinishedRecordings(limit: Int, offset: Int) throws -> [RecordingRecord]
 }
 
 extension RecordingCatalog {

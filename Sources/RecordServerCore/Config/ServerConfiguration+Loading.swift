@@ -9,6 +9,8 @@ extension ServerConfiguration {
         /// Admin API address, `host:port`.
         var adminListen: String?
         var dataDirectory: String?
+        /// Replaces `catalog` (`sqlite` or a `postgresql://` URL).
+        var catalog: String?
         var caCertificate: String?
         var certificate: String?
         var privateKey: String?
@@ -28,7 +30,7 @@ extension ServerConfiguration {
         init(listen: String? = nil, adminListen: String? = nil, dataDirectory: String? = nil, caCertificate: String? = nil,
                     certificate: String? = nil, privateKey: String? = nil, revocationList: String? = nil, adminToken: String? = nil,
                     adminTokenFile: String? = nil, insecurePlaintext: Bool? = nil, resumeWindowSeconds: Int? = nil, logLevel: String? = nil,
-                    webhooks: [String]? = nil, adminTLS: Bool? = nil) {
+                    webhooks: [String]? = nil, adminTLS: Bool? = nil, catalog: String? = nil) {
             self.listen = listen
             self.adminListen = adminListen
             self.dataDirectory = dataDirectory
@@ -43,6 +45,7 @@ extension ServerConfiguration {
             self.logLevel = logLevel
             self.webhooks = webhooks
             self.adminTLS = adminTLS
+            self.catalog = catalog
         }
     }
 
@@ -105,6 +108,7 @@ extension ServerConfiguration {
             config.admin.port = address.port
         }
         if let value = overrides.dataDirectory { config.dataDirectory = absolute(value) }
+        if let value = overrides.catalog { config.catalog = value }
         if let value = overrides.caCertificate { config.tls.caCertificate = absolute(value) }
         if let value = overrides.certificate { config.tls.certificate = absolute(value) }
         if let value = overrides.privateKey { config.tls.privateKey = absolute(value) }

@@ -46,6 +46,7 @@ extension ServerConfiguration {
         if dataDirectory.isEmpty || !dataDirectory.hasPrefix("/") {
             fail("dataDirectory", "must be an absolute path (got \"\(dataDirectory)\"), e.g. /var/lib/record-server")
         }
+        do { _ = try CatalogLocation(parsing: catalog) } catch { fail("catalog", error.description) }
 
         // Transport security.
         if !insecurePlaintext {
@@ -173,6 +174,13 @@ extension ServerConfiguration {
             }
         }
         return mapping
+    }
+
+    /// Where the catalog lives (`catalog`, checked by `problems()`).
+    public func catalogLocation() throws(ConfigurationError) -> CatalogLocation {
+        do { return try CatalogLocation(parsing: catalog) } catch {
+            throw ConfigurationError(.invalidValue, field: "catalog", error.description)
+        }
     }
 
     /// The storage layout for `dataDirectory`.

@@ -119,8 +119,11 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     /// Where agents connect.
     public var ingest = Listener(host: "0.0.0.0", port: 7443)
     public var admin = Admin()
-    /// Recordings and the catalog live here.
+    /// Recordings live here, and the catalog unless `catalog` names a PostgreSQL database.
     public var dataDirectory = "/var/lib/record-server"
+    /// `sqlite` (the default: `catalog.sqlite` in the data directory) or a PostgreSQL URL,
+    /// `postgresql://USER@HOST:PORT/DATABASE?password_file=PATH` (``CatalogLocation``).
+    public var catalog = "sqlite"
     public var tls = TLS()
     /// A JSON file mapping bearer token → agent id; used only when
     /// `tls.requireClientCertificate` is false.
@@ -166,7 +169,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     // MARK: Codable
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case ingest, admin, dataDirectory, tls, bearerTokens, insecurePlaintext, resumeWindowSeconds, fsync, fragmentSeconds,
+        case ingest, admin, dataDirectory, catalog, tls, bearerTokens, insecurePlaintext, resumeWindowSeconds, fsync, fragmentSeconds,
              segment, maxSessions, maxSessionsPerAgent, partialFrameBudgetBytes, minFrameBytesPerSecond, sessionQueueBytes, readCoalescingMillis, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel,
              webhooks
     }
@@ -178,6 +181,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         ingest = try c.decodeIfPresent(Listener.self, forKey: .ingest) ?? d.ingest
         admin = try c.decodeIfPresent(Admin.self, forKey: .admin) ?? d.admin
         dataDirectory = try c.decodeIfPresent(String.self, forKey: .dataDirectory) ?? d.dataDirectory
+        catalog = try c.decodeIfPresent(String.self, forKey: .catalog) ?? d.catalog
         tls = try c.decodeIfPresent(TLS.self, forKey: .tls) ?? d.tls
         bearerTokens = try c.decodeIfPresent(String.self, forKey: .bearerTokens)
         insecurePlaintext = try c.decodeIfPresent(Bool.self, forKey: .insecurePlaintext) ?? d.insecurePlaintext
@@ -212,6 +216,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         try c.encode(ingest, forKey: .ingest)
         try c.encode(admin, forKey: .admin)
         try c.encode(dataDirectory, forKey: .dataDirectory)
+        try c.encode(catalog, forKey: .catalog)
         try c.encode(tls, forKey: .tls)
         try c.encode(bearerTokens, forKey: .bearerTokens)
         try c.encode(insecurePlaintext, forKey: .insecurePlaintext)

@@ -40,13 +40,13 @@ struct RetentionPolicy: Sendable, Equatable {
     /// - Returns: the deleted recordings, in deletion order, for the caller to log.
     /// - Throws: `RetentionError`; `deletedBeforeFailure` lists what was deleted before it.
     @discardableResult
-    func apply(catalog: Catalog, storage: StorageLayout? = nil, now: Date,
+    func apply(catalog: any RecordingCatalog, storage: StorageLayout? = nil, now: Date,
                       isLive: (String) -> Bool) throws(RetentionError) -> [RecordingRecord] {
         guard isEnabled else { return [] }
         var deleted: [RecordingRecord] = []
         let cutoff = maxAge.map { now.addingTimeInterval(-$0) }
         var total: Int64
-        do { total = try catalog.totalRecordingBytes() } catch { throw RetentionError(.catalog(error), deletedBeforeFailure: []) }
+        do { total = try catalog.totalRecordingBytes() } catch { throw RetentionError(.catalog(CatalogError(wrapping: error)), deletedBeforeFailure: []) }
         func overBudget() -> Bool { maxTotalBytes.map { total > $0 } ?? false }
 
         // Page through finished recordings oldest first. Deleted rows vanish from the query,
@@ -59,7 +59,7 @@ struct RetentionPolicy: Sendable, Equatable {
             if cutoff == nil && !overBudget() { break }
             let page: [RecordingRecord]
             do { page = try catalog.oldestFinishedRecordings(limit: pageSize, offset: kept) } catch {
-                throw RetentionError(.catalog(error), deletedBeforeFailure: deleted)
+                throw RetentionError(.catalog(CatalogError(wrapping: error)), deletedBeforeFailure: deleted)
             }
             if page.isEmpty { break }
             for recording in page {
@@ -70,7 +70,7 @@ struct RetentionPolicy: Sendable, Equatable {
                 }
                 do throws(RetentionError.Reason) {
                     try Self.removeFile(recording.path, storage: storage)
-                    do { try catalog.deleteRecording(id: recording.id) } catch { throw .catalog(error) }
+                    do { try catalog.deleteRecording(id: recording.id) } catch { throw .catalog(CatalogError(wrapping: error)) }
                 } catch {
                     throw RetentionError(error, deletedBeforeFailure: deleted)
                 }
@@ -87,12 +87,12 @@ struct RetentionPolicy: Sendable, Equatable {
 
     /// A session whose every file is gone leaves its sidecar and directories; tidy them so
     /// the data directory does not fill with empty day folders.
-    private func removeEmptiedSessionDirectories(_ sessions: [String: String], catalog: Catalog, storage: StorageLayout,
+    private func removeEmptiedSessionDirectories(_ sessions: [String: String], catalog: any RecordingCatalog, storage: StorageLayout,
                                                  deleted: [RecordingRecord]) throws(RetentionError) {
         for (sessionID, directory) in sessions.sorted(by: { $0.key < $1.key }) {
             let remaining: [RecordingRecord]
             do { remaining = try catalog.recordings(sessionID: sessionID) } catch {
-                throw RetentionError(.catalog(error), deletedBeforeFailure: deleted)
+                throw RetentionError(.catalog(CatalogError(wrapping: error)), deletedBeforeFailure: deleted)
             }
             guard remaining.isEmpty else { continue }
             do { try storage.removeSessionDirectoryIfEmpty(directory, leftovers: SessionSidecar.fileNames) } catch {

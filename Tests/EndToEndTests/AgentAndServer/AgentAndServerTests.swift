@@ -30,10 +30,12 @@ extension AgentAndServerTests {
     /// stopped with `signal` `restarts` times (3 s apart) and started again each time on the
     /// same data directory. Returns how the server processes ended and the finished file.
     private func recordThroughServerRestarts(_ fixture: EndToEndFixture, sessionID: Identifier, seconds: Double,
-                                             signal: Int32, restarts: Int) async throws -> (endings: [(Process.TerminationReason, Int32)], file: String?) {
+                                             signal: Int32, restarts: Int, catalog: String = "sqlite")
+        async throws -> (endings: [(Process.TerminationReason, Int32)], file: String?) {
         let port = try LoopbackPort.free()
         var config = fixture.serverConfiguration
         config.ingest = .init(host: "127.0.0.1", port: port)
+        config.catalog = catalog
         let configPath = fixture.directory.path + "/server.json"
         try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
 
@@ -63,19 +65,33 @@ extension AgentAndServerTests {
 
     /// The server process is killed (SIGKILL, no chance to finalize) three times in the
     /// middle of one recording and started again each time on the same data directory: the
-    /// agent reconnects, resumes from the server's durable point and resends the rest.
-    @Test(.timeLimit(.minutes(3)), .enabled(if: recordServerBinary != nil, "needs .build/debug/record-server (swift build --build-tests)"))
-    func serverKilledThreeTimesMidRecordingStillEveryFrameExactlyOnce() async throws {
+    /// agent reconnects, resumes from the server's durable point and resends the rest. With
+    /// the catalog in SQLite and in PostgreSQL (read back with psql).
+    @Test(.timeLimit(.minutes(3)), .enabled(if: recordServerBinary != nil, "needs .build/debug/record-server (swift build --build-tests)"),
+          arguments: ["sqlite", "postgresql"])
+    func serverKilledThreeTimesMidRecordingStillEveryFrameExactlyOnce(_ backend: String) async throws {
         let fixture = try EndToEndFixture()
-        let run = try await recordThroughServerRestarts(fixture, sessionID: "e2e-kill", seconds: 15, signal: SIGKILL, restarts: 3)
+        let postgres = backend == "postgresql" ? try TestPostgres.shared() : nil
+        let catalogURL = try postgres?.createDatabase() ?? "sqlite"
+        let run = try await recordThroughServerRestarts(fixture, sessionID: "e2e-kill", seconds: 15, signal: SIGKILL, restarts: 3,
+                                                        catalog: catalogURL)
         let kills = run.endings.filter { $0.0 == .uncaughtSignal && $0.1 == SIGKILL }.count
         #expect(kills == 3, "the server died of SIGKILL \(kills) times: \(run.endings)")
 
         // One session, resumed after every kill and finalized once.
-        let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
-        let record = try #require(try catalog.session(id: "e2e-kill"))
-        #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
-        try checkRecording(try #require(run.file), expectedFrames: 445...455, dataDirectory: fixture.dataDirectory)
+        let file = try #require(run.file)
+        if let postgres {
+            let database = TestPostgres.database(of: catalogURL)
+            #expect(try postgres.psql(#"SELECT "status" FROM sessions WHERE "id" = 'e2e-kill'"#, database: database) == "completed")
+            #expect(try postgres.psql(#"SELECT "path" || ' ' || "status" FROM recordings WHERE "sessionID" = 'e2e-kill'"#, database: database)
+                    == file + " completed")
+            #expect(!FileManager.default.fileExists(atPath: fixture.dataDirectory + "/catalog.sqlite"), "no SQLite catalog beside PostgreSQL")
+        } else {
+            let catalog = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite")
+            let record = try #require(try catalog.session(id: "e2e-kill"))
+            #expect(record.status == .completed, "\(record.status) \(record.error ?? "")")
+        }
+        try checkRecording(file, expectedFrames: 445...455, dataDirectory: fixture.dataDirectory)
     }
 
     /// A graceful restart (SIGTERM, as `systemctl restart record-server` sends) in the middle

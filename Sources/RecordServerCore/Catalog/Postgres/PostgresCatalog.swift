@@ -1,0 +1,202 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The recording catalog in PostgreSQL (`--catalog postgresql://…`): the same rows, queries and
+/// answers as the embedded SQLite `Catalog` (`CatalogTests` runs against both), for servers that
+/// share one catalog. Schema: `PostgresCatalogSchema`; connection: `PostgresCatalogConnection`.
+/// All errors are `CatalogError`.
+public final class PostgresCatalog: RecordingCatalog, Sendable {
+    let connection: PostgresCatalogConnection
+
+    /// Connects, migrates the database to the current schema and keeps the connection.
+    /// - Throws: `CatalogError` `.openFailed` (cannot connect or authenticate), `.newerSchema`,
+    ///   `.migrationFailed`.
+    init(address: PostgresCatalogAddress, logger: Logger) throws(CatalogError) {
+        connection = PostgresCatalogConnection(address: address, logger: logger)
+        try PostgresCatalogSchema.migrate(connection)
+    }
+
+    // MARK: Agents
+
+    func recordAgentSeen(_ agent: AgentRecord) throws(CatalogError) {
+        try run("record agent \(agent.id)", """
+            INSERT INTO agents ("id", "lastAddress", "softwareVersion", "firstSeen", "lastSeen")
+            VALUES (\(agent.id), \(agent.lastAddress), \(agent.softwareVersion), \(Self.seconds(agent.firstSeen)), \(Self.seconds(agent.lastSeen)))
+            ON CONFLICT ("id") DO UPDATE SET
+                "lastAddress" = EXCLUDED."lastAddress",
+                "softwareVersion" = EXCLUDED."softwareVersion",
+                "firstSeen" = LEAST(agents."firstSeen", EXCLUDED."firstSeen"),
+                "lastSeen" = GREATEST(agents."lastSeen", EXCLUDED."lastSeen")
+            """)
+    }
+
+    public func agents() throws(CatalogError) -> [AgentRecord] {
+        try fetch("list agents", #"SELECT \#(unescaped: PostgresCatalogRows.agentColumns) FROM agents ORDER BY "id""#,
+                  PostgresCatalogRows.agent)
+    }
+
+    // MARK: Sessions
+
+    func insertSession(_ session: SessionRecord) throws(CatalogError) {
+        let labels = try PostgresCatalogRows.encodeLabels(session.labels)
+        try run("insert session \(session.id)", """
+            INSERT INTO sessions ("id", "agentID", "labels", "status", "createdAt", "endedAt", "error", "directory", "durableSequence")
+            VALUES (\(session.id), \(session.agentID), \(labels), \(session.status.rawValue), \(Self.seconds(session.createdAt)),
+                    \(session.endedAt.map(Self.seconds)), \(session.error), \(session.directory), \(session.durableSequence.map { Int64(clamping: $0) }))
+            """)
+    }
+
+    public func session(id: String) throws(CatalogError) -> SessionRecord? {
+        try fetch("read session \(id)", #"SELECT \#(unescaped: PostgresCatalogRows.sessionColumns) FROM sessions WHERE "id" = \#(id)"#,
+                  PostgresCatalogRows.session).first
+    }
+
+    func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?, durableSequence: UInt64?) throws(CatalogError) {
+        let changed = try run("update session \(id)", """
+            UPDATE sessions SET "status" = \(status.rawValue), "endedAt" = \(endedAt.map(Self.seconds)), "error" = \(error),
+                "durableSequence" = \(durableSequence.map { Int64(clamping: $0) }) WHERE "id" = \(id)
+            """)
+        guard changed > 0 else { throw CatalogError(.notFound, "no session \(id) to update") }
+    }
+
+    func deleteSession(id: String) throws(CatalogError) {
+        let operation = "delete session \(id)"
+        try connection.withSession(operation) { (session) throws(CatalogError) in
+            try session.transaction(operation) { () throws(CatalogError) in
+                try session.run(operation, #"DELETE FROM tracks WHERE "sessionID" = \#(id)"#)
+                try session.run(operation, #"DELETE FROM recordings WHERE "sessionID" = \#(id)"#)
+                try session.run(operation, #"DELETE FROM sessions WHERE "id" = \#(id)"#)
+            }
+        }
+    }
+
+    func finishedSessionsWithStaleRows() throws(CatalogError) -> [SessionRecord] {
+        let (recording, cancelled, active) = (RecordingStatus.recording.rawValue, RecordingStatus.cancelled.rawValue, TrackStatus.active.rawValue)
+        return try fetch("list finished sessions with stale rows", #"""
+            SELECT \#(unescaped: PostgresCatalogRows.sessionColumns) FROM sessions s WHERE s."status" NOT IN (\#(recording), \#(cancelled)) AND (
+                EXISTS (SELECT 1 FROM recordings r WHERE r."sessionID" = s."id" AND r."status" = \#(recording))
+                OR EXISTS (SELECT 1 FROM tracks t WHERE t."sessionID" = s."id" AND t."status" = \#(active)))
+            ORDER BY s."createdAt", s."id"
+            """#, PostgresCatalogRows.session)
+    }
+
+    func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
+        try fetch("list unfinished sessions", #"""
+            SELECT \#(unescaped: PostgresCatalogRows.sessionColumns) FROM sessions WHERE "status" = \#(RecordingStatus.recording.rawValue)
+            ORDER BY "createdAt", "id"
+            """#, PostgresCatalogRows.session)
+    }
+
+    // MARK: Recordings
+
+    func upsertRecording(_ r: RecordingRecord) throws(CatalogError) {
+        try run("save recording \(r.id)", """
+            INSERT INTO recordings ("id", "sessionID", "agentID", "segmentIndex", "path", "status", "sizeBytes", "durationSeconds",
+                                    "startSeconds", "createdAt", "finishedAt", "error")
+            VALUES (\(r.id), \(r.sessionID), \(r.agentID), \(Int64(r.segmentIndex)), \(r.path), \(r.status.rawValue), \(r.sizeBytes),
+                    \(r.durationSeconds), \(r.startSeconds), \(Self.seconds(r.createdAt)), \(r.finishedAt.map(Self.seconds)), \(r.error))
+            ON CONFLICT ("id") DO UPDATE SET
+                "sessionID" = EXCLUDED."sessionID", "agentID" = EXCLUDED."agentID", "segmentIndex" = EXCLUDED."segmentIndex",
+                "path" = EXCLUDED."path", "status" = EXCLUDED."status", "sizeBytes" = EXCLUDED."sizeBytes",
+                "durationSeconds" = EXCLUDED."durationSeconds", "startSeconds" = EXCLUDED."startSeconds",
+                "createdAt" = EXCLUDED."createdAt", "finishedAt" = EXCLUDED."finishedAt", "error" = EXCLUDED."error"
+            """)
+    }
+
+    public func recording(id: String) throws(CatalogError) -> RecordingRecord? {
+        try fetch("read recording \(id)", #"SELECT \#(unescaped: PostgresCatalogRows.recordingColumns) FROM recordings WHERE "id" = \#(id)"#,
+                  PostgresCatalogRows.recording).first
+    }
+
+    public func recordings(_ filter: RecordingFilter) throws(CatalogError) -> [RecordingRecord] {
+        var conditions: [String] = []
+        var binds = PostgresBindings()
+        func bind(_ value: some PostgresNonThrowingEncodable) -> String {
+            binds.append(value)
+            return "$\(binds.count)"
+        }
+        if let agentID = filter.agentID { conditions.append(#""agentID" = \#(bind(agentID))"#) }
+        if let status = filter.status { conditions.append(#""status" = \#(bind(status.rawValue))"#) }
+        if let since = filter.since { conditions.append(#""createdAt" >= \#(bind(Self.seconds(since)))"#) }
+        if let until = filter.until { conditions.append(#""createdAt" < \#(bind(Self.seconds(until)))"#) }
+        if let label = filter.label {
+            // Labels are one JSON object per session (sorted keys); jsonb reads its keys,
+            // whatever characters they hold.
+            let key = bind(label.key)
+            let value = label.value.map { #" AND (s."labels"::jsonb ->> \#(key)) = \#(bind($0))"# } ?? ""
+            conditions.append(#"EXISTS (SELECT 1 FROM sessions s WHERE s."id" = recordings."sessionID" AND s."labels"::jsonb ? \#(key)\#(value))"#)
+        }
+        let limit = bind(Int64(max(0, filter.limit)))
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let sql = #"""
+            SELECT \#(PostgresCatalogRows.recordingColumns) FROM recordings \#(whereClause)
+            ORDER BY "createdAt" DESC, "sessionID", "segmentIndex" LIMIT \#(limit)
+            """#
+        return try fetch("list recordings", PostgresQuery(unsafeSQL: sql, binds: binds), PostgresCatalogRows.recording)
+    }
+
+    public func recordings(sessionID: String) throws(CatalogError) -> [RecordingRecord] {
+        try fetch("list recordings of session \(sessionID)", #"""
+            SELECT \#(unescaped: PostgresCatalogRows.recordingColumns) FROM recordings WHERE "sessionID" = \#(sessionID) ORDER BY "segmentIndex"
+            """#, PostgresCatalogRows.recording)
+    }
+
+    func deleteRecording(id: String) throws(CatalogError) {
+        try run("delete recording \(id)", #"DELETE FROM recordings WHERE "id" = \#(id)"#)
+    }
+
+    // MARK: Retention support
+
+    func totalRecordingBytes() throws(CatalogError) -> Int64 {
+        try fetch("sum recording sizes", #"SELECT COALESCE(SUM("sizeBytes"), 0)::BIGINT FROM recordings"#) { row in
+            try row.decode(Int64.self)
+        }.first ?? 0
+    }
+
+    func oldestFinishedRecordings(limit: Int, offset: Int) throws(CatalogError) -> [RecordingRecord] {
+        try fetch("list finished recordings", #"""
+            SELECT \#(unescaped: PostgresCatalogRows.recordingColumns) FROM recordings WHERE "status" <> \#(RecordingStatus.recording.rawValue)
+            ORDER BY "createdAt", "sessionID", "segmentIndex" LIMIT \#(Int64(max(0, limit))) OFFSET \#(Int64(max(0, offset)))
+            """#, PostgresCatalogRows.recording)
+    }
+
+    // MARK: Tracks
+
+    func upsertTrack(_ t: TrackRecord) throws(CatalogError) {
+        try run("save track \(t.trackID) of session \(t.sessionID)", """
+            INSERT INTO tracks ("sessionID", "trackID", "label", "kind", "codec", "width", "height", "status", "samples", "bytes", "dropped", "error")
+            VALUES (\(t.sessionID), \(Int64(t.trackID)), \(t.label), \(t.kind), \(t.codec), \(Int64(t.width)), \(Int64(t.height)),
+                    \(t.status.rawValue), \(t.samples), \(t.bytes), \(t.dropped), \(t.error))
+            ON CONFLICT ("sessionID", "trackID") DO UPDATE SET
+                "label" = EXCLUDED."label", "kind" = EXCLUDED."kind", "codec" = EXCLUDED."codec", "width" = EXCLUDED."width",
+                "height" = EXCLUDED."height", "status" = EXCLUDED."status", "samples" = EXCLUDED."samples", "bytes" = EXCLUDED."bytes",
+                "dropped" = EXCLUDED."dropped", "error" = EXCLUDED."error"
+            """)
+    }
+
+    public func tracks(sessionID: String) throws(CatalogError) -> [TrackRecord] {
+        try fetch("list tracks of session \(sessionID)", #"""
+            SELECT \#(unescaped: PostgresCatalogRows.trackColumns) FROM tracks WHERE "sessionID" = \#(sessionID) ORDER BY "trackID"
+            """#, PostgresCatalogRows.track)
+    }
+
+    // MARK: Plumbing
+
+    /// Runs one statement; returns how many rows it changed.
+    @discardableResult
+    private func run(_ operation: String, _ query: PostgresQuery) throws(CatalogError) -> Int {
+        try connection.withSession(operation) { (session) throws(CatalogError) in
+            try session.run(operation, query).metadata.rows ?? 0
+        }
+    }
+
+    private func fetch<T>(_ operation: String, _ query: PostgresQuery, _ decode: (PostgresRow) throws -> T) throws(CatalogError) -> [T] {
+        let rows = try connection.withSession(operation) { (session) throws(CatalogError) in try session.run(operation, query) }
+        do { return try rows.map(decode) } catch {
+            throw CatalogError(.corruptRow, "cannot \(operation): a row does not hold what the catalog writes", underlying: "\(error)")
+        }
+    }
+
+    private static func seconds(_ date: Date) -> Double { date.timeIntervalSince1970 }
+}

@@ -1,0 +1,49 @@
+import Logging
+import Testing
+import TestSupport
+@testable import RecordServerCore
+
+/// The catalog's two backends, for tests that must hold on both.
+enum CatalogBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgresql
+
+    var testDescription: String { rawValue }
+
+    /// What `ServerConfiguration.catalog` says for a fresh catalog on this backend.
+    func configurationValue() throws -> String {
+        switch self {
+        case .sqlite: "sqlite"
+        case .postgresql: try TestPostgres.shared().createDatabase()
+        }
+    }
+
+    /// An empty catalog: SQLite in memory, or a fresh database in the test process's PostgreSQL.
+    func makeCatalog() throws -> any RecordingCatalog {
+        switch self {
+        case .sqlite: try Catalog.inMemory()
+        case .postgresql: try PostgresCatalog(address: PostgresCatalogAddress(parsing: TestPostgres.shared().createDatabase()),
+                                              logger: quietLogger)
+        }
+    }
+}
+
+let quietLogger = Logger(label: "catalog-tests") { _ in SwiftLogNoOpLogHandler() }
+
+extension ServerFixture {
+    /// A fixture whose server keeps its catalog on `backend` (a fresh database for PostgreSQL).
+    static func with(catalog backend: CatalogBackend) throws -> ServerFixture {
+        let fixture = try ServerFixture()
+        fixture.configuration.catalog = try backend.configurationValue()
+        return fixture
+    }
+
+    /// The server's catalog, wherever `configuration.catalog` puts it, opened anew (as a
+    /// restarted server or an operator's tool would read it).
+    func serverCatalog() throws -> any RecordingCatalog {
+        switch try configuration.catalogLocation() {
+        case .embedded: try catalog()
+        case .postgres(let address): try PostgresCatalog(address: address, logger: quietLogger)
+        }
+    }
+}
