@@ -11,7 +11,7 @@ public struct RecordCtl: ParsableCommand {
         http://127.0.0.1:7444) and the admin token from --token-file, $RECORDCTL_TOKEN or $RECORDCTL_TOKEN_FILE. \
         Exit codes: 0 success, 1 the operation failed, 2 usage error, 3 record-server unreachable or the token refused.
         """,
-        subcommands: [AgentsCommand.self, SessionsCommand.self, TopCommand.self, StartCommand.self, StopCommand.self,
+        subcommands: [AgentsCommand.self, ServersCommand.self, SessionsCommand.self, TopCommand.self, StartCommand.self, StopCommand.self,
                       CancelCommand.self, RecordingsCommand.self, RecordingCommand.self, DownloadCommand.self, ExportCommand.self, EventsCommand.self, DeleteCommand.self,
                       InspectCommand.self, VerifyCommand.self, RecoverCommand.self, CACommand.self, DemoCommand.self]
     )

@@ -13,6 +13,25 @@ enum Cell {
     }
 }
 
+/// `recordctl servers`
+struct ServersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "servers", abstract: "List the record-servers that share the catalog (the fleet), with their load.")
+    @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "Print the server's JSON instead of a table.") var json = false
+
+    func run() throws {
+        let list = try connection.client().send(.GET, "/v1/servers").decode(ServerListResponse.self)
+        if json { print(JSONOutput.pretty(list)); return }
+        let rows = list.servers.map { s in
+            [s.id + (s.id == list.this ? " *" : ""), s.alive ? "up" : "DOWN", s.ingestAddress, s.softwareVersion, Cell.date(s.startedAt),
+             Cell.date(s.heartbeatAt), String(s.liveSessions), String(s.connectedAgents)]
+        }
+        print(Formatting.table(["ID", "STATE", "INGEST", "VERSION", "STARTED", "LAST HEARTBEAT", "SESSIONS", "AGENTS"], rows))
+        print("* answered this request; DOWN: no heartbeat for \(Int(FleetServer.silenceBeforeDown)) s")
+    }
+}
+
 /// `recordctl agents`
 struct AgentsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

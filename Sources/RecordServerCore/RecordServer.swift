@@ -37,11 +37,12 @@ public final class RecordServer: Sendable {
         storage = try StorageLayout(dataDirectory: configuration.dataDirectory)
         try storage.prepare()
         lock = try DataDirectoryLock(dataDirectory: configuration.dataDirectory)
+        let serverID = try ServerIdentity.load(dataDirectory: configuration.dataDirectory)
         switch try configuration.catalogLocation() {
-        case .embedded: catalog = try Catalog(path: storage.catalogPath)
+        case .embedded: catalog = try Catalog(path: storage.catalogPath, serverID: serverID)
         case .postgres(let address):
-            catalog = try PostgresCatalog(address: address, logger: logger)
-            logger.notice("catalog: \(address)")
+            catalog = try PostgresCatalog(address: address, serverID: serverID, logger: logger)
+            logger.notice("catalog: \(address), this server is \(serverID)")
         }
         metrics = ServerMetrics()
 
@@ -165,6 +166,7 @@ struct IngestService: Service {
             try await cancelWhenGracefulShutdown {
                 try await ingest.run(registry: registry, metrics: metrics, logger: logger, group: MultiThreadedEventLoopGroup.singleton) { port in
                     ports.ingestBound(port)
+                    registry.ingestAddress.withLockedValue { $0 = "\(ingest.host):\(port)" }
                 }
             }
         } catch is CancellationError {
@@ -193,6 +195,7 @@ struct Housekeeping: Service {
                 // Memory freed by connections that came and went (a burst of idle or hostile
                 // peers) goes back to the system within seconds, not at the next large free.
                 if ticks % 5 == 0 { _ = cmalloc_trim() }
+                if ticks % 5 == 0 { await registry.recordHeartbeat() }
                 if ticks % Int(EventBroadcaster.keepAliveInterval.components.seconds) == 0 { registry.events.sendKeepAlive() }
                 ticks += 1
                 // Once a second: resume windows are a minute, and every tick wakes threads.

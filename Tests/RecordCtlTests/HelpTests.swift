@@ -10,6 +10,7 @@ struct HelpTests {
     /// Each subcommand with the options its help must show.
     static let expected: [(command: any ParsableCommand.Type, options: [String], connection: Bool)] = [
         (AgentsCommand.self, ["--json"], true),
+        (ServersCommand.self, ["--json"], true),
         (SessionsCommand.self, ["--json"], true),
         (TopCommand.self, ["--interval <seconds>", "--once", "--count <n>"], true),
         (StartCommand.self, ["--agent <id>", "--label <key=value>", "--wait <seconds>", "--json"], true),

@@ -82,6 +82,14 @@ actor FakeAdminBackend: AdminBackend {
                             lastSeen: baseDate.addingTimeInterval(-3600))]
     }
     func liveSessions() async -> [LiveSessionInfo] { sessions }
+    func fleet() async throws(AdminError) -> ServerListResponse {
+        ServerListResponse(this: "rs-a-1f2e3d", servers: [
+            FleetServer(id: "rs-a-1f2e3d", ingestAddress: "0.0.0.0:7443", softwareVersion: "0.1.0", startedAt: baseDate,
+                        heartbeatAt: baseDate.addingTimeInterval(60), alive: true, liveSessions: 1, connectedAgents: 2),
+            FleetServer(id: "rs-b-9c8b7a", ingestAddress: "10.0.0.2:7443", softwareVersion: "0.1.0", startedAt: baseDate,
+                        heartbeatAt: baseDate.addingTimeInterval(5), alive: false, liveSessions: 3, connectedAgents: 3),
+        ])
+    }
 
     func startSession(agentID: String, labels: [String: String]) async throws(AdminError) -> String? {
         calls.append(.start(agent: agentID, labels: labels))
@@ -258,7 +266,7 @@ struct AdminAPITests {
     }
 
     @Test(arguments: [
-        ("GET", "/v1/agents"), ("GET", "/v1/sessions"), ("POST", "/v1/sessions"), ("POST", "/v1/sessions/s-1/stop"),
+        ("GET", "/v1/agents"), ("GET", "/v1/servers"), ("GET", "/v1/sessions"), ("POST", "/v1/sessions"), ("POST", "/v1/sessions/s-1/stop"),
         ("POST", "/v1/sessions/s-1/cancel"), ("GET", "/v1/recordings"), ("GET", "/v1/recordings/s-1-0"),
         ("DELETE", "/v1/recordings/s-1-0"), ("GET", "/v1/recordings/s-1-0/file"), ("GET", "/metrics"),
         ("GET", "/no/such/route"),
@@ -307,6 +315,22 @@ struct AdminAPITests {
     }
 
     // MARK: Listing routes
+
+    @Test func serversListShape() async throws {
+        try await withAdminServer { client in
+            let result = try await client.get("/v1/servers")
+            #expect(result.status == 200)
+            let body = try result.object()
+            #expect(body["this"] as? String == "rs-a-1f2e3d")
+            let servers = try #require(body["servers"] as? [[String: Any]])
+            #expect(servers.count == 2)
+            #expect(Set(servers[0].keys) == ["id", "ingest_address", "software_version", "started_at", "heartbeat_at", "alive",
+                                             "live_sessions", "connected_agents"])
+            #expect(servers[0]["alive"] as? Bool == true && servers[1]["alive"] as? Bool == false)
+            #expect(servers[1]["live_sessions"] as? Int == 3 && servers[1]["ingest_address"] as? String == "10.0.0.2:7443")
+            #expect(servers[1]["heartbeat_at"] as? String == "2024-05-01T10:00:05.000Z")
+        }
+    }
 
     @Test func agentsListShape() async throws {
         try await withAdminServer { client in

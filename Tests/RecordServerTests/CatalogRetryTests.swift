@@ -61,6 +61,9 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
     func deleteRecording(id: String) throws { try write { try real.deleteRecording(id: id) } }
     func upsertTrack(_ track: TrackRecord) throws { try write { try real.upsertTrack(track) } }
     func tracks(sessionID: String) throws -> [TrackRecord] { try real.tracks(sessionID: sessionID) }
+    var serverID: String { real.serverID }
+    func recordHeartbeat(_ server: ServerRecord) throws { try write { try real.recordHeartbeat(server) } }
+    func servers() throws -> [ServerRecord] { try real.servers() }
     func totalRecordingBytes() throws -> Int64 { try real.totalRecordingBytes() }
     func oldestFinishedRecordings(limit: Int, offset: Int) throws -> [RecordingRecord] {
         try real.oldestFinishedRecordings(limit: limit, offset: offset)

@@ -40,8 +40,9 @@ import Testing
 
     @Test(arguments: CatalogBackend.allCases) func sessionsRoundTripAndUpdate(_ backend: CatalogBackend) throws {
         let catalog = try backend.makeCatalog()
-        let original = session("s1", labels: ["room": "A", "take": "3"])
+        var original = session("s1", labels: ["room": "A", "take": "3"])
         try catalog.insertSession(original)
+        original.serverID = catalog.serverID  // stamped on insert
         #expect(try catalog.session(id: "s1") == original)
         #expect(try catalog.session(id: "missing") == nil)
 
@@ -84,6 +85,35 @@ import Testing
         #expect(try catalog.unfinishedSessions().map(\.id) == ["early", "late"])
         try catalog.updateSession(id: "early", status: .recovered, endedAt: t0, error: nil)
         #expect(try catalog.unfinishedSessions().map(\.id) == ["late"])
+    }
+
+    @Test(arguments: CatalogBackend.allCases) func serversSharingACatalogSeeOnlyTheirOwnUnfinishedSessions(_ backend: CatalogBackend) throws {
+        let (a, b, scratch) = try backend.makeSharedCatalogs("server-a", "server-b")
+        defer { _ = scratch }
+        try a.insertSession(session("a-live", at: 1))
+        try a.insertSession(session("a-done", status: .completed, at: 2))
+        try b.insertSession(session("b-live", at: 3))
+        try a.insertSession(SessionRecord(id: "explicit", agentID: "cam-1", labels: [:], status: .recording, createdAt: t0, directory: "/d",
+                                          serverID: "server-b"))
+        #expect(try a.session(id: "a-live")?.serverID == "server-a" && b.session(id: "b-live")?.serverID == "server-b")
+        #expect(try a.unfinishedSessions().map(\.id) == ["a-live"])
+        #expect(try b.unfinishedSessions().map(\.id) == ["explicit", "b-live"], "an explicit server id is kept")
+        // A stale row (a file still `recording` under a finished session) is its own server's to mend.
+        try b.updateSession(id: "b-live", status: .completed, endedAt: t0, error: nil)
+        try b.upsertRecording(recording("b-live", status: .recording))
+        #expect(try a.finishedSessionsWithStaleRows().isEmpty)
+        #expect(try b.finishedSessionsWithStaleRows().map(\.id) == ["b-live"])
+
+        let started = t0.addingTimeInterval(-60)
+        try a.recordHeartbeat(ServerRecord(id: "server-a", ingestAddress: "10.0.0.1:7443", softwareVersion: "1.0", startedAt: started,
+                                           heartbeatAt: t0, liveSessions: 1, connectedAgents: 2))
+        try b.recordHeartbeat(ServerRecord(id: "server-b", ingestAddress: "10.0.0.2:7443", softwareVersion: "1.0", startedAt: started,
+                                           heartbeatAt: t0, liveSessions: 0, connectedAgents: 0))
+        let later = ServerRecord(id: "server-a", ingestAddress: "10.0.0.1:7443", softwareVersion: "1.1", startedAt: started,
+                                 heartbeatAt: t0.addingTimeInterval(5), liveSessions: 3, connectedAgents: 4)
+        try a.recordHeartbeat(later)
+        #expect(try b.servers().map(\.id) == ["server-a", "server-b"])
+        #expect(try b.servers().first == later)
     }
 
     @Test(arguments: CatalogBackend.allCases) func recordingsUpsertReplaceAndDelete(_ backend: CatalogBackend) throws {

@@ -56,6 +56,8 @@ protocol AdminBackend: Sendable {
     func connectedAgents() async -> [ConnectedAgentInfo]
     /// Every agent the catalog has seen (connected now or not): `unavailable` when it cannot be read.
     func agentsSeen() async throws(AdminError) -> [OfflineAgent]
+    /// The servers sharing the catalog, this one first written now: `unavailable` when it cannot be read.
+    func fleet() async throws(AdminError) -> ServerListResponse
     func liveSessions() async -> [LiveSessionInfo]
     /// Asks a connected agent to start a session and returns the new session's id once the
     /// agent has opened it (nil if it did not within a few seconds). Refuses with `conflict`

@@ -28,6 +28,7 @@ struct AdminRoutes: Sendable {
             let offline = try await self.backend.agentsSeen().filter { !online.contains($0.id) }
             return AdminResponses.json(AgentListResponse(agents: connected, offlineAgents: offline))
         }
+        v1.get("/servers") { _, _ in AdminResponses.json(try await self.backend.fleet()) }
         v1.get("/sessions") { _, _ in
             AdminResponses.json(SessionListResponse(sessions: await self.backend.liveSessions()))
         }

@@ -11,6 +11,7 @@ import GRDB
 public final class Catalog: RecordingCatalog, Sendable {
     /// The database file, or nil for an in-memory catalog.
     public let path: String?
+    let serverID: String
     private let database: any DatabaseWriter
 
     /// Opens (creating if needed) the catalog at `path` and migrates it to the current schema.
@@ -19,7 +20,7 @@ public final class Catalog: RecordingCatalog, Sendable {
     /// agent, label and path, which is nobody else's business. The containing directory must
     /// exist (`StorageLayout.prepare()` creates the data directory).
     /// - Throws: `CatalogError` `.openFailed`, `.migrationFailed` or `.newerSchema`.
-    public init(path: String) throws(CatalogError) {
+    public init(path: String, serverID: String = "local") throws(CatalogError) {
         // Create the file ourselves so it never exists with looser permissions, even briefly.
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -45,6 +46,7 @@ public final class Catalog: RecordingCatalog, Sendable {
             throw CatalogError(.openFailed, "cannot open \(path) as an SQLite database", underlying: "\(error)")
         }
         self.path = path
+        self.serverID = serverID
         self.database = pool
         try migrate()
         // SQLite gives -wal and -shm the main file's mode; we check rather than trust it.
@@ -57,16 +59,17 @@ public final class Catalog: RecordingCatalog, Sendable {
     }
 
     /// A fresh catalog in memory, for tests. Same schema and behaviour, nothing on disk.
-    static func inMemory() throws(CatalogError) -> Catalog {
+    static func inMemory(serverID: String = "local") throws(CatalogError) -> Catalog {
         let queue: DatabaseQueue
         do { queue = try DatabaseQueue() } catch {
             throw CatalogError(.openFailed, "cannot create an in-memory database", underlying: "\(error)")
         }
-        return try Catalog(database: queue)
+        return try Catalog(database: queue, serverID: serverID)
     }
 
-    private init(database: any DatabaseWriter) throws(CatalogError) {
+    private init(database: any DatabaseWriter, serverID: String) throws(CatalogError) {
         self.path = nil
+        self.serverID = serverID
         self.database = database
         try migrate()
     }
@@ -114,7 +117,9 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     /// Inserts a new session. - Throws: `.conflict` when the id already exists.
     func insertSession(_ session: SessionRecord) throws(CatalogError) {
-        try write("insert session \(session.id)") { db in try session.insert(db) }
+        var stamped = session
+        stamped.serverID = session.serverID ?? serverID
+        try write("insert session \(session.id)") { db in try stamped.insert(db) }
     }
 
     public func session(id: String) throws(CatalogError) -> SessionRecord? {
@@ -148,11 +153,11 @@ public final class Catalog: RecordingCatalog, Sendable {
     func finishedSessionsWithStaleRows() throws(CatalogError) -> [SessionRecord] {
         try read("list finished sessions with stale rows") { db in
             try SessionRecord.fetchAll(db, sql: """
-                SELECT * FROM sessions s WHERE s.status NOT IN (?, ?) AND (
+                SELECT * FROM sessions s WHERE s.status NOT IN (?, ?) AND (s.serverID = ? OR s.serverID IS NULL) AND (
                     EXISTS (SELECT 1 FROM recordings r WHERE r.sessionID = s.id AND r.status = ?)
                     OR EXISTS (SELECT 1 FROM tracks t WHERE t.sessionID = s.id AND t.status = ?))
                 ORDER BY createdAt, id
-                """, arguments: [RecordingStatus.recording.rawValue, RecordingStatus.cancelled.rawValue,
+                """, arguments: [RecordingStatus.recording.rawValue, RecordingStatus.cancelled.rawValue, serverID,
                                  RecordingStatus.recording.rawValue, TrackStatus.active.rawValue])
         }
     }
@@ -161,8 +166,9 @@ public final class Catalog: RecordingCatalog, Sendable {
     /// agents to resume them or for recovery.
     func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
         try read("list unfinished sessions") { db in
-            try SessionRecord.fetchAll(db, sql: "SELECT * FROM sessions WHERE status = ? ORDER BY createdAt, id",
-                                       arguments: [RecordingStatus.recording.rawValue])
+            try SessionRecord.fetchAll(db, sql: """
+                SELECT * FROM sessions WHERE status = ? AND (serverID = ? OR serverID IS NULL) ORDER BY createdAt, id
+                """, arguments: [RecordingStatus.recording.rawValue, serverID])
         }
     }
 
@@ -266,6 +272,16 @@ public final class Catalog: RecordingCatalog, Sendable {
         try read("list tracks of session \(sessionID)") { db in
             try TrackRecord.fetchAll(db, sql: "SELECT * FROM tracks WHERE sessionID = ? ORDER BY trackID", arguments: [sessionID])
         }
+    }
+
+    // MARK: Servers
+
+    func recordHeartbeat(_ server: ServerRecord) throws(CatalogError) {
+        try write("record the heartbeat of server \(server.id)") { db in try server.upsert(db) }
+    }
+
+    public func servers() throws(CatalogError) -> [ServerRecord] {
+        try read("list servers") { db in try ServerRecord.order(Column("id")).fetchAll(db) }
     }
 
     // MARK: Plumbing

@@ -35,8 +35,11 @@ public struct SessionRecord: Codable, Sendable, Equatable {
     /// in `SessionClosed`: a resume that finds the session finished gets the same answer.
     /// Nil while it records, and for sessions finished by recovery or cancelled.
     var durableSequence: UInt64?
+    /// The record-server that recorded it (``RecordingCatalog/serverID``, stamped on insert);
+    /// nil for rows written before servers had ids. A server resumes and recovers only its own.
+    public var serverID: String?
     init(id: String, agentID: String, labels: [String: String], status: RecordingStatus, createdAt: Date,
-                endedAt: Date? = nil, error: String? = nil, directory: String, durableSequence: UInt64? = nil) {
+                endedAt: Date? = nil, error: String? = nil, directory: String, durableSequence: UInt64? = nil, serverID: String? = nil) {
         self.id = id
         self.agentID = agentID
         self.labels = labels
@@ -46,6 +49,29 @@ public struct SessionRecord: Codable, Sendable, Equatable {
         self.error = error
         self.directory = directory
         self.durableSequence = durableSequence
+        self.serverID = serverID
+    }
+}
+
+/// One record-server of the fleet that shares a catalog, as its last heartbeat described it.
+public struct ServerRecord: Codable, Sendable, Equatable {
+    public var id: String
+    /// Where agents connect (`host:port` as configured; a wildcard host is shown as is).
+    public var ingestAddress: String
+    public var softwareVersion: String
+    public var startedAt: Date
+    public var heartbeatAt: Date
+    public var liveSessions: Int
+    public var connectedAgents: Int
+    public init(id: String, ingestAddress: String, softwareVersion: String, startedAt: Date, heartbeatAt: Date,
+                liveSessions: Int, connectedAgents: Int) {
+        self.id = id
+        self.ingestAddress = ingestAddress
+        self.softwareVersion = softwareVersion
+        self.startedAt = startedAt
+        self.heartbeatAt = heartbeatAt
+        self.liveSessions = liveSessions
+        self.connectedAgents = connectedAgents
     }
 }
 
@@ -149,6 +175,11 @@ public struct RecordingFilter: Sendable, Equatable {
 /// default) and `PostgresCatalog` (`--catalog postgresql://…`); `CatalogTests` runs on both.
 /// Every call is synchronous and quick (small rows); callers are actors off the event loop.
 protocol RecordingCatalog: Sendable {
+    /// This server's id: stamped on the sessions it inserts, and the only sessions its
+    /// ``unfinishedSessions()`` and ``finishedSessionsWithStaleRows()`` return, so servers that
+    /// share a catalog never resume or recover each other's.
+    var serverID: String { get }
+
     func recordAgentSeen(_ agent: AgentRecord) throws
     func agents() throws -> [AgentRecord]
 
@@ -156,7 +187,8 @@ protocol RecordingCatalog: Sendable {
     func session(id: String) throws -> SessionRecord?
     /// Sets how the session ended; `durableSequence` as in ``SessionRecord/durableSequence``.
     func updateSession(id: String, status: RecordingStatus, endedAt: Date?, error: String?, durableSequence: UInt64?) throws
-    /// Sessions still marked `recording` (unfinished after a crash).
+    /// This server's sessions still marked `recording` (unfinished after a crash), and those
+    /// with no server id (written before servers had one).
     func unfinishedSessions() throws -> [SessionRecord]
     /// Finished sessions whose rows contradict their end: a file still `recording` or a track
     /// still `active` (a catalog write failed before the server stopped).
@@ -179,6 +211,11 @@ protocol RecordingCatalog: Sendable {
     /// Finished recordings (any status but `recording`), oldest first: by `createdAt`, then
     /// session and segment. `offset` skips rows the caller decided to keep.
     func oldestFinishedRecordings(limit: Int, offset: Int) throws -> [RecordingRecord]
+
+    /// Inserts or replaces this server's row in the fleet table.
+    func recordHeartbeat(_ server: ServerRecord) throws
+    /// Every server that ever sent a heartbeat, by id.
+    func servers() throws -> [ServerRecord]
 }
 
 extension RecordingCatalog {

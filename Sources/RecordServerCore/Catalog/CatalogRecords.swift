@@ -29,3 +29,9 @@ extension RecordingRecord: FetchableRecord, PersistableRecord {
 extension TrackRecord: FetchableRecord, PersistableRecord {
     public static let databaseTableName = "tracks"
 }
+
+extension ServerRecord: FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "servers"
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+}

@@ -86,6 +86,23 @@ enum CatalogSchema {
                 WHERE id = sessionID || '-' || segmentIndex
                 """)
         }
+        // Several servers may share a catalog (PostgreSQL): each session names its server, and
+        // each server's heartbeat describes it (GET /v1/servers).
+        migrator.registerMigration("v4-servers") { db in
+            try db.execute(sql: """
+                ALTER TABLE sessions ADD COLUMN serverID TEXT;
+                CREATE INDEX sessions_by_server ON sessions(serverID, status);
+                CREATE TABLE servers (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    ingestAddress TEXT NOT NULL,
+                    softwareVersion TEXT NOT NULL,
+                    startedAt REAL NOT NULL,
+                    heartbeatAt REAL NOT NULL,
+                    liveSessions INTEGER NOT NULL,
+                    connectedAgents INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

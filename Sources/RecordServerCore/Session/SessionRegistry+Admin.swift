@@ -24,6 +24,22 @@ extension SessionRegistry: AdminBackend {
         }
     }
 
+    func fleet() async throws(AdminError) -> ServerListResponse {
+        // Its own row is written now, so the answer shows this server as it is.
+        recordHeartbeat()
+        let now = Date()
+        do {
+            let servers = try catalog.servers().map { s in
+                FleetServer(id: s.id, ingestAddress: s.ingestAddress, softwareVersion: s.softwareVersion, startedAt: s.startedAt,
+                            heartbeatAt: s.heartbeatAt, alive: now.timeIntervalSince(s.heartbeatAt) <= FleetServer.silenceBeforeDown,
+                            liveSessions: s.liveSessions, connectedAgents: s.connectedAgents)
+            }
+            return ServerListResponse(this: catalog.serverID, servers: servers)
+        } catch {
+            throw AdminError(.unavailable, "catalog: \(error)")
+        }
+    }
+
     func liveSessions() async -> [LiveSessionInfo] {
         var result: [LiveSessionInfo] = []
         for session in allSessions() { result.append(await session.snapshot()) }

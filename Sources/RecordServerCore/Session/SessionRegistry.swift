@@ -1,6 +1,7 @@
 import AdminModels
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import Shared
 
@@ -31,6 +32,8 @@ actor SessionRegistry {
     nonisolated let events: EventBroadcaster
     nonisolated let dataDirectory: String
     nonisolated let startedAt = Date()
+    /// Where agents connect (`host:port`, the port once bound), for the heartbeat.
+    nonisolated let ingestAddress = NIOLockedValueBox("")
     private let settings: SessionSettings
     private let metrics: any IngestMetrics
     private let locate: SessionLocator
@@ -445,6 +448,17 @@ actor SessionRegistry {
     func agentLink(_ id: String) -> AgentLink? { agents[id] }
     func session(_ id: SessionID) -> RecordingSession? { sessions[id] }
     var connectedAgentCount: Int { agents.count }
+
+    /// This server's row in the fleet table (every 5 s from housekeeping). A failed write is
+    /// logged and counted; the next heartbeat tries again.
+    func recordHeartbeat() {
+        let row = ServerRecord(id: catalog.serverID, ingestAddress: ingestAddress.withLockedValue { $0 }, softwareVersion: ServerVersion.current,
+                               startedAt: startedAt, heartbeatAt: Date(), liveSessions: liveSessionCount, connectedAgents: connectedAgentCount)
+        do { try catalog.recordHeartbeat(row) } catch {
+            logger.warning("cannot record this server's heartbeat in the catalog; trying again in 5 s", metadata: ["error": "\(error)"])
+            metrics.catalogWriteFailed()
+        }
+    }
 
     func liveSessionIDs() -> Set<String> { Set(allSessions().map(\.id.value)) }
 

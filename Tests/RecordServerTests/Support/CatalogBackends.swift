@@ -28,6 +28,23 @@ enum CatalogBackend: String, CaseIterable, Sendable, CustomTestStringConvertible
     }
 }
 
+extension CatalogBackend {
+    /// Two catalogs of two servers on one store (an SQLite file, a PostgreSQL database), and
+    /// what keeps the file's directory until the caller lets it go.
+    func makeSharedCatalogs(_ first: String, _ second: String) throws -> (any RecordingCatalog, any RecordingCatalog, TemporaryDirectory?) {
+        switch self {
+        case .sqlite:
+            let scratch = try TemporaryDirectory(prefix: "shared-catalog")
+            let path = scratch.file("catalog.sqlite")
+            return (try Catalog(path: path, serverID: first), try Catalog(path: path, serverID: second), scratch)
+        case .postgresql:
+            let address = try PostgresCatalogAddress(parsing: TestPostgres.shared().createDatabase())
+            return (try PostgresCatalog(address: address, serverID: first, logger: quietLogger),
+                    try PostgresCatalog(address: address, serverID: second, logger: quietLogger), nil)
+        }
+    }
+}
+
 let quietLogger = Logger(label: "catalog-tests") { _ in SwiftLogNoOpLogHandler() }
 
 extension ServerFixture {

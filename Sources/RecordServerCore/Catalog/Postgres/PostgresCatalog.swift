@@ -8,11 +8,13 @@ import PostgresNIO
 /// All errors are `CatalogError`.
 public final class PostgresCatalog: RecordingCatalog, Sendable {
     let connection: PostgresCatalogConnection
+    let serverID: String
 
     /// Connects, migrates the database to the current schema and keeps the connection.
     /// - Throws: `CatalogError` `.openFailed` (cannot connect or authenticate), `.newerSchema`,
     ///   `.migrationFailed`.
-    init(address: PostgresCatalogAddress, logger: Logger) throws(CatalogError) {
+    init(address: PostgresCatalogAddress, serverID: String = "local", logger: Logger) throws(CatalogError) {
+        self.serverID = serverID
         connection = PostgresCatalogConnection(address: address, logger: logger)
         try PostgresCatalogSchema.migrate(connection)
     }
@@ -41,9 +43,10 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
     func insertSession(_ session: SessionRecord) throws(CatalogError) {
         let labels = try PostgresCatalogRows.encodeLabels(session.labels)
         try run("insert session \(session.id)", """
-            INSERT INTO sessions ("id", "agentID", "labels", "status", "createdAt", "endedAt", "error", "directory", "durableSequence")
+            INSERT INTO sessions ("id", "agentID", "labels", "status", "createdAt", "endedAt", "error", "directory", "durableSequence", "serverID")
             VALUES (\(session.id), \(session.agentID), \(labels), \(session.status.rawValue), \(Self.seconds(session.createdAt)),
-                    \(session.endedAt.map(Self.seconds)), \(session.error), \(session.directory), \(session.durableSequence.map { Int64(clamping: $0) }))
+                    \(session.endedAt.map(Self.seconds)), \(session.error), \(session.directory), \(session.durableSequence.map { Int64(clamping: $0) }),
+                    \(session.serverID ?? serverID))
             """)
     }
 
@@ -74,7 +77,8 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
     func finishedSessionsWithStaleRows() throws(CatalogError) -> [SessionRecord] {
         let (recording, cancelled, active) = (RecordingStatus.recording.rawValue, RecordingStatus.cancelled.rawValue, TrackStatus.active.rawValue)
         return try fetch("list finished sessions with stale rows", #"""
-            SELECT \#(unescaped: PostgresCatalogRows.sessionColumns) FROM sessions s WHERE s."status" NOT IN (\#(recording), \#(cancelled)) AND (
+            SELECT \#(unescaped: PostgresCatalogRows.sessionColumns) FROM sessions s WHERE s."status" NOT IN (\#(recording), \#(cancelled))
+                AND (s."serverID" = \#(serverID) OR s."serverID" IS NULL) AND (
                 EXISTS (SELECT 1 FROM recordings r WHERE r."sessionID" = s."id" AND r."status" = \#(recording))
                 OR EXISTS (SELECT 1 FROM tracks t WHERE t."sessionID" = s."id" AND t."status" = \#(active)))
             ORDER BY s."createdAt", s."id"
@@ -84,6 +88,7 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
     func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
         try fetch("list unfinished sessions", #"""
             SELECT \#(unescaped: PostgresCatalogRows.sessionColumns) FROM sessions WHERE "status" = \#(RecordingStatus.recording.rawValue)
+                AND ("serverID" = \#(serverID) OR "serverID" IS NULL)
             ORDER BY "createdAt", "id"
             """#, PostgresCatalogRows.session)
     }
@@ -179,6 +184,23 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
         try fetch("list tracks of session \(sessionID)", #"""
             SELECT \#(unescaped: PostgresCatalogRows.trackColumns) FROM tracks WHERE "sessionID" = \#(sessionID) ORDER BY "trackID"
             """#, PostgresCatalogRows.track)
+    }
+
+    // MARK: Servers
+
+    func recordHeartbeat(_ s: ServerRecord) throws(CatalogError) {
+        try run("record the heartbeat of server \(s.id)", """
+            INSERT INTO servers ("id", "ingestAddress", "softwareVersion", "startedAt", "heartbeatAt", "liveSessions", "connectedAgents")
+            VALUES (\(s.id), \(s.ingestAddress), \(s.softwareVersion), \(Self.seconds(s.startedAt)), \(Self.seconds(s.heartbeatAt)),
+                    \(Int64(s.liveSessions)), \(Int64(s.connectedAgents)))
+            ON CONFLICT ("id") DO UPDATE SET
+                "ingestAddress" = EXCLUDED."ingestAddress", "softwareVersion" = EXCLUDED."softwareVersion", "startedAt" = EXCLUDED."startedAt",
+                "heartbeatAt" = EXCLUDED."heartbeatAt", "liveSessions" = EXCLUDED."liveSessions", "connectedAgents" = EXCLUDED."connectedAgents"
+            """)
+    }
+
+    public func servers() throws(CatalogError) -> [ServerRecord] {
+        try fetch("list servers", #"SELECT \#(unescaped: PostgresCatalogRows.serverColumns) FROM servers ORDER BY "id""#, PostgresCatalogRows.server)
     }
 
     // MARK: Plumbing

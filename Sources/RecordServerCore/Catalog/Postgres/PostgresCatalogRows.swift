@@ -12,7 +12,7 @@ enum PostgresCatalogRows {
     }
 
     static let agentColumns = #""id", "lastAddress", "softwareVersion", "firstSeen", "lastSeen""#
-    static let sessionColumns = #""id", "agentID", "labels", "status", "createdAt", "endedAt", "error", "directory", "durableSequence""#
+    static let sessionColumns = #""id", "agentID", "labels", "status", "createdAt", "endedAt", "error", "directory", "durableSequence", "serverID""#
     static let recordingColumns = #""id", "sessionID", "agentID", "segmentIndex", "path", "status", "sizeBytes", "durationSeconds", "#
         + #""startSeconds", "createdAt", "finishedAt", "error""#
     static let trackColumns = #""sessionID", "trackID", "label", "kind", "codec", "width", "height", "status", "samples", "bytes", "dropped", "error""#
@@ -23,8 +23,8 @@ enum PostgresCatalogRows {
     }
 
     static func session(_ row: PostgresRow) throws -> SessionRecord {
-        let (id, agentID, labels, status, createdAt, endedAt, error, directory, durable) =
-            try row.decode((String, String, String, String, Double, Double?, String?, String, Int64?).self)
+        let (id, agentID, labels, status, createdAt, endedAt, error, directory, durable, serverID) =
+            try row.decode((String, String, String, String, Double, Double?, String?, String, Int64?, String?).self)
         var durableSequence: UInt64?
         if let durable {
             guard durable >= 0 else { throw CorruptValue(description: "session \(id) has a negative durableSequence \(durable)") }
@@ -32,7 +32,15 @@ enum PostgresCatalogRows {
         }
         return SessionRecord(id: id, agentID: agentID, labels: try decodeLabels(labels), status: try recordingStatus(status),
                              createdAt: date(createdAt), endedAt: endedAt.map(date), error: error, directory: directory,
-                             durableSequence: durableSequence)
+                             durableSequence: durableSequence, serverID: serverID)
+    }
+
+    static let serverColumns = #""id", "ingestAddress", "softwareVersion", "startedAt", "heartbeatAt", "liveSessions", "connectedAgents""#
+
+    static func server(_ row: PostgresRow) throws -> ServerRecord {
+        let (id, address, version, startedAt, heartbeatAt, live, agents) = try row.decode((String, String, String, Double, Double, Int64, Int64).self)
+        return ServerRecord(id: id, ingestAddress: address, softwareVersion: version, startedAt: date(startedAt), heartbeatAt: date(heartbeatAt),
+                            liveSessions: Int(live), connectedAgents: Int(agents))
     }
 
     static func recording(_ row: PostgresRow) throws -> RecordingRecord {

@@ -93,6 +93,21 @@ enum PostgresCatalogSchema {
             WHERE "id" = "sessionID" || '-' || "segmentIndex"::text
             """#,
         ]),
+        Migration(identifier: "v4-servers", statements: [
+            #"ALTER TABLE sessions ADD COLUMN "serverID" TEXT COLLATE "C""#,
+            #"CREATE INDEX sessions_by_server ON sessions("serverID", "status")"#,
+            """
+            CREATE TABLE servers (
+                "id" TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+                "ingestAddress" TEXT NOT NULL,
+                "softwareVersion" TEXT NOT NULL,
+                "startedAt" DOUBLE PRECISION NOT NULL,
+                "heartbeatAt" DOUBLE PRECISION NOT NULL,
+                "liveSessions" BIGINT NOT NULL,
+                "connectedAgents" BIGINT NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// Brings the database to the current schema (or, for tests of old databases, up to and
