@@ -85,6 +85,19 @@ case "$command" in
   *) usage ;;
 esac
 
+# Signals the caller blocks or ignores stay so in every process started from here (a test
+# process's worker threads block SIGTERM): the daemons would then never see `stop`'s SIGTERM.
+# So start runs again once with every signal unblocked and at its default action.
+if [ -z "${OBJECT_STORE_SIGNALS_RESET:-}" ] && command -v python3 >/dev/null 2>&1; then
+  export OBJECT_STORE_SIGNALS_RESET=1
+  exec python3 -c '
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
+for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
+    signal.signal(number, signal.SIG_DFL)
+os.execvp("bash", ["bash"] + sys.argv[1:])' "$0" "$@"
+fi
+
 for tool in ceph-mon ceph-osd radosgw radosgw-admin ceph ceph-authtool monmaptool curl python3; do
   command -v "$tool" >/dev/null 2>&1 || {
     echo "object-store: $tool not found; install Ceph with: apt-get install ceph-mon ceph-osd radosgw ceph-common" \
@@ -107,6 +120,14 @@ if [ -n "$(ls -A "$dir")" ]; then
   exit 1
 fi
 
+# The daemons must not inherit the caller's open descriptors: Foundation's Process (the tests')
+# learns that its child exited when a socket it passed down closes, and a daemon holding it
+# would keep the caller waiting for as long as the store runs.
+for fd in /proc/$$/fd/*; do
+  fd=${fd##*/}
+  if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+done
+
 started_at=$(date +%s.%N)
 # Whatever happens from here on, a failed start leaves nothing running (its logs stay in DIR).
 trap 'status=$?; if [ $status -ne 0 ]; then stop; fi' EXIT
@@ -116,7 +137,7 @@ if [ -n "${OBJECT_STORE_OWNER_PID:-}" ]; then
   self=$(cd "$(dirname "$0")" && pwd -P)/$(basename "$0")
   # Its own session, so the owner's terminal or process group going away does not take it along;
   # its command line names DIR/ceph.conf like the daemons', for live_pid.
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" stop "$3"' \
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" stop "$3"' \
     "$dir/ceph.conf" "$OBJECT_STORE_OWNER_PID" "$self" "$dir" </dev/null >>"$dir/log/watcher.log" 2>&1 &
   echo $! >"$dir/run/watcher.pid"
 fi
