@@ -59,8 +59,19 @@ let package = Package(
         .target(name: "Shared", dependencies: ["MP4", "WireProtocol"], path: "Sources/Shared/Umbrella"),
         // The admin API's JSON contract (docs/admin-api.md): the server encodes it, recordctl decodes it.
         .target(name: "AdminModels", path: "Sources/Shared/AdminModels"),
-        // S3-compatible object storage (issue 18): the SigV4 signer so far.
-        .target(name: "ObjectStorage", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // S3-compatible object storage (issue 18): the SigV4 signer, the XML codecs (FoundationXML)
+        // and an S3 client over AsyncHTTPClient.
+        .target(
+            name: "ObjectStorage",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // The protocol's NIO channel handlers for both ends (not in `Shared`: WireProtocol stays
         // NIOCore-only, the fuzzers build it from its folder).
         .target(
@@ -165,7 +176,12 @@ let package = Package(
         // Corpus/ holds the session fuzzer's regression inputs, read from the source tree by path.
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "Shared", "TestSupport"], exclude: ["Corpus", "ReaderCorpus"]),
         .testTarget(name: "AdminModelsTests", dependencies: ["AdminModels"]),
-        .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "Shared", "TestSupport"]),
+        .testTarget(name: "ObjectStorageTests", dependencies: [
+            "ObjectStorage", "Shared", "TestSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "ProtocolTests", dependencies: ["WireProtocol", "Shared", "TestSupport", .product(name: "NIOCore", package: "swift-nio")],
                     resources: [.copy("Corpus")]),
         // The handlers in EmbeddedChannels, and the agent's state machine against the server's

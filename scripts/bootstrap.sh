@@ -5,8 +5,14 @@ set -euo pipefail
 
 packages=(libx264-dev libopus-dev libv4l-dev libasound2-dev libsqlite3-dev ffmpeg pkg-config openssl python3-venv)
 # The test command (BOOTSTRAP_FOR_TESTS=1) also needs the browser the web console is tested in,
-# and PostgreSQL for the catalog's second backend (scripts/catalog-postgres.sh starts its own cluster).
-if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ]; then packages+=(chromium chromium-driver postgresql-15); fi
+# PostgreSQL for the catalog's second backend (scripts/catalog-postgres.sh starts its own
+# cluster), and Ceph's monitor, OSD and RADOS Gateway: the S3 server the object storage client is
+# tested against (scripts/object-store.sh). OBJECT_STORE_TESTS=1 turns those tests on (they fail,
+# naming what is missing, when the store cannot start; without it they do not run).
+if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ]; then
+  packages+=(chromium chromium-driver postgresql-15 ceph-mon ceph-osd radosgw ceph-common)
+  export OBJECT_STORE_TESTS=1
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

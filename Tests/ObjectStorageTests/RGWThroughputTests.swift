@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import ObjectStorage
+
+/// Upload throughput to the RGW of scripts/object-store.sh: ``S3Client/uploadFile`` against
+/// `aws s3 cp` (awscli, when on PATH) of the same 100 MiB file. A measurement, not a check of a
+/// threshold: it runs with OBJECT_STORE_BENCH=1 (and OBJECT_STORE_TESTS=1).
+@Suite("S3 against RGW: throughput", .serialized,
+       .enabled(if: ObjectStoreFixture.enabled && ProcessInfo.processInfo.environment["OBJECT_STORE_BENCH"] == "1",
+                "needs OBJECT_STORE_BENCH=1 and OBJECT_STORE_TESTS=1"))
+struct RGWThroughputTests {
+    @Test("100 MiB: S3Client.uploadFile and aws s3 cp, MB/s side by side")
+    func throughput() async throws {
+        let store = try await ObjectStoreFixture.shared()
+        let client = try await RGW.client(bucket: "bench")
+        let dir = try TemporaryDirectory(prefix: "s3-bench")
+        let size = 100 << 20
+        let file = try RGW.randomFile(in: dir, name: "bench.bin", size: size, seed: 5)
+        func mbps(_ duration: Duration) -> String {
+            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            return String(format: "%.1f MB/s (%.2f s)", Double(size) / 1e6 / seconds, seconds)
+        }
+
+        for (partSize, concurrency) in [(8 << 20, 4), (16 << 20, 4), (8 << 20, 1)] {
+            let started = ContinuousClock.now
+            let result = try await client.uploadFile(path: file.path, key: "bench-\(partSize)-\(concurrency).bin", partSize: Int64(partSize),
+                                                     concurrency: concurrency)
+            let elapsed = ContinuousClock.now - started
+            #expect(result.size == Int64(size))
+            print("bench figure: S3Client.uploadFile 100 MiB, \(partSize >> 20) MiB parts x\(concurrency): \(mbps(elapsed))")
+        }
+        #expect(try await RGW.sha256(of: "bench-8388608-4.bin", client).sha256 == file.sha256)
+
+        guard (try? runTool("aws", ["--version"]))?.status == 0 else {
+            print("bench figure: aws s3 cp: awscli not on PATH (pip install awscli)")
+            return
+        }
+        let environment = ProcessInfo.processInfo.environment.merging([
+            "AWS_ACCESS_KEY_ID": try String(contentsOfFile: store.accessKeyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+            "AWS_SECRET_ACCESS_KEY": try String(contentsOfFile: store.secretKeyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+            "AWS_DEFAULT_REGION": "us-east-1",
+        ]) { $1 }
+        let started = ContinuousClock.now
+        let output = try await offPool {
+            try runProcess("/usr/bin/env", ["aws", "--endpoint-url", store.endpoint, "s3", "cp", "--no-progress", file.path,
+                                            "s3://\(client.location.bucket)/aws.bin"], environment: environment)
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(output.status == 0, "\(output.stderr)")
+        print("bench figure: aws s3 cp 100 MiB (8 MiB parts x10, its defaults; includes its ~0.5 s start): \(mbps(elapsed))")
+    }
+}
