@@ -53,7 +53,8 @@ extension S3Client {
     /// Verification is by the multipart ETag, not a checksum of the whole file: RGW 16 (Debian 12)
     /// supports neither `x-amz-checksum-*` nor a composite checksum, while every S3 server makes
     /// the multipart ETag from the part MD5s it checked on arrival, so it covers every byte
-    /// without a second pass over the file or trusting metadata we wrote ourselves.
+    /// without a second pass over the file or trusting metadata we wrote ourselves. (AWS with
+    /// SSE-KMS or SSE-C encryption makes ETags that are not MD5s; this client does not ask for those.)
     ///
     /// A failure leaves the upload in place, to be resumed (or aborted by the caller).
     public func uploadFile(path: String, key: String, partSize: Int64 = 8 << 20, metadata: [String: String] = [:],

@@ -123,7 +123,7 @@ enum S3ResponseDecoding {
         var markers: (String, String)?
         if root.text("IsTruncated") == "true" {
             guard let key = root.text("NextKeyMarker"), !key.isEmpty else { throw .missing("NextKeyMarker", in: "ListMultipartUploadsResult") }
-            let decodedKey = urlEncoded ? (key.removingPercentEncoding ?? key) : key
+            let decodedKey = urlEncoded ? (urlDecoded(key) ?? key) : key
             markers = (decodedKey, root.text("NextUploadIdMarker") ?? "")
         }
         return S3MultipartUploadListPage(uploads: uploads, nextMarkers: markers)
@@ -176,7 +176,13 @@ enum S3ResponseDecoding {
     private static func key(_ element: S3XMLElement, urlEncoded: Bool) throws(DecodingError) -> String {
         guard let raw = element.text("Key"), !raw.isEmpty else { throw .missing("Key", in: element.name) }
         guard urlEncoded else { return raw }
-        guard let decoded = raw.removingPercentEncoding else { throw .invalid("Key", value: raw) }
+        guard let decoded = urlDecoded(raw) else { throw .invalid("Key", value: raw) }
         return decoded
+    }
+
+    /// AWS writes a space as `+` (form encoding, as botocore's `unquote_plus` reads it back),
+    /// RGW as `%20`; both write a `+` of the key as `%2B`, so `+` is always a space.
+    static func urlDecoded(_ text: String) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 }

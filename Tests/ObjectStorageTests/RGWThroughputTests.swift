@@ -22,15 +22,19 @@ struct RGWThroughputTests {
             return String(format: "%.1f MB/s (%.2f s)", Double(size) / 1e6 / seconds, seconds)
         }
 
-        for (partSize, concurrency) in [(8 << 20, 4), (16 << 20, 4), (8 << 20, 1)] {
+        // The first 100 MiB a fresh store receives go at a third of the speed of the next (seen:
+        // 35 MB/s, then 117 MB/s for the same upload; RGW makes its data pool, the memstore OSD
+        // grows): that one is not measured, for neither client.
+        _ = try await client.uploadFile(path: file.path, key: "warm-up.bin")
+        for (round, (partSize, concurrency)) in [(8 << 20, 4), (16 << 20, 4), (8 << 20, 1), (8 << 20, 8)].enumerated() {
             let started = ContinuousClock.now
-            let result = try await client.uploadFile(path: file.path, key: "bench-\(partSize)-\(concurrency).bin", partSize: Int64(partSize),
+            let result = try await client.uploadFile(path: file.path, key: "bench-\(partSize)-\(concurrency)-\(round).bin", partSize: Int64(partSize),
                                                      concurrency: concurrency)
             let elapsed = ContinuousClock.now - started
             #expect(result.size == Int64(size))
             print("bench figure: S3Client.uploadFile 100 MiB, \(partSize >> 20) MiB parts x\(concurrency): \(mbps(elapsed))")
         }
-        #expect(try await RGW.sha256(of: "bench-8388608-4.bin", client).sha256 == file.sha256)
+        #expect(try await RGW.sha256(of: "bench-8388608-4-0.bin", client).sha256 == file.sha256)
 
         guard (try? runTool("aws", ["--version"]))?.status == 0 else {
             print("bench figure: aws s3 cp: awscli not on PATH (pip install awscli)")
@@ -41,6 +45,9 @@ struct RGWThroughputTests {
             "AWS_SECRET_ACCESS_KEY": try String(contentsOfFile: store.secretKeyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
             "AWS_DEFAULT_REGION": "us-east-1",
         ]) { $1 }
+        let versionStarted = ContinuousClock.now
+        _ = try await offPool { try runTool("aws", ["--version"]) }
+        let startup = ContinuousClock.now - versionStarted
         let started = ContinuousClock.now
         let output = try await offPool {
             try runProcess("/usr/bin/env", ["aws", "--endpoint-url", store.endpoint, "s3", "cp", "--no-progress", file.path,
@@ -48,6 +55,6 @@ struct RGWThroughputTests {
         }
         let elapsed = ContinuousClock.now - started
         #expect(output.status == 0, "\(output.stderr)")
-        print("bench figure: aws s3 cp 100 MiB (8 MiB parts x10, its defaults; includes its ~0.5 s start): \(mbps(elapsed))")
+        print("bench figure: aws s3 cp 100 MiB (8 MiB parts x10, its defaults): \(mbps(elapsed)); less its start (aws --version): \(mbps(elapsed - startup))")
     }
 }

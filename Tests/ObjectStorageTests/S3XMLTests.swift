@@ -23,7 +23,7 @@ struct S3XMLTests {
         #expect(S3ErrorDocument(try Self.root("<ListBucketResult/>")) == nil)
     }
 
-    @Test("ListObjectsV2: keys, sizes, ETags without quotes, the continuation token; URL-encoded keys decoded")
+    @Test("ListObjectsV2: keys, sizes, ETags without quotes, the continuation token; URL-encoded keys decoded (RGW's %20 and AWS's +)")
     func listObjects() throws {
         let xml = """
             <?xml version="1.0" encoding="UTF-8"?>
@@ -32,14 +32,14 @@ struct S3XMLTests {
               <IsTruncated>true</IsTruncated>
               <Contents><Key>rec/a%20b%2Bc.mp4</Key><LastModified>2024-05-01T10:00:00.000Z</LastModified>\
             <ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag><Size>434234</Size><StorageClass>STANDARD</StorageClass></Contents>
-              <Contents><Key>rec/%C3%BCber.mp4</Key><ETag>"3d4d19a3376149f7093a8f869b7d80e3-3"</ETag><Size>12582915</Size></Contents>
+              <Contents><Key>rec/%C3%BCber+x.mp4</Key><ETag>"3d4d19a3376149f7093a8f869b7d80e3-3"</ETag><Size>12582915</Size></Contents>
               <NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>
             </ListBucketResult>
             """
         let page = try S3ResponseDecoding.objectList(try Self.root(xml))
         #expect(page.objects == [
             S3ObjectSummary(key: "rec/a b+c.mp4", size: 434_234, etag: "9b2cf535f27731c974343645a3985328", lastModified: "2024-05-01T10:00:00.000Z"),
-            S3ObjectSummary(key: "rec/über.mp4", size: 12_582_915, etag: "3d4d19a3376149f7093a8f869b7d80e3-3", lastModified: nil),
+            S3ObjectSummary(key: "rec/über x.mp4", size: 12_582_915, etag: "3d4d19a3376149f7093a8f869b7d80e3-3", lastModified: nil),
         ])
         #expect(page.nextContinuationToken == "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=")
 

@@ -50,8 +50,10 @@ public final class ObjectStoreFixture: Sendable {
         }
     }
 
-    /// The directory to stop and remove at exit (set once, before the handler is registered).
+    /// The directory to stop at exit (set once, before the handler is registered), and whether to
+    /// remove it: not after a failed start, whose logs the error points at.
     nonisolated(unsafe) private static var directoryToStop: String?
+    nonisolated(unsafe) private static var removeAtExit = false
 
     private static func startStore() async throws -> ObjectStoreFixture {
         // Not a TemporaryDirectory: this one must outlive every test, until the exit handler.
@@ -64,11 +66,14 @@ public final class ObjectStoreFixture: Sendable {
         atexit {
             guard let directory = ObjectStoreFixture.directoryToStop else { return }
             _ = try? runProcess("/bin/bash", [ObjectStoreFixture.script, "stop", directory])
-            if ProcessInfo.processInfo.environment["KEEP_TEST_FILES"] == nil { try? FileManager.default.removeItem(atPath: directory) }
+            if ObjectStoreFixture.removeAtExit && ProcessInfo.processInfo.environment["KEEP_TEST_FILES"] == nil {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
         }
         guard output.status == 0 else {
             throw ToolError.failed("scripts/object-store.sh start \(directory) (needs root and Ceph: BOOTSTRAP_FOR_TESTS=1 source scripts/bootstrap.sh)", output)
         }
+        removeAtExit = true
         let endpoint = output.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print("object store: RGW at \(endpoint) in \(directory), S3 answered after \(String(format: "%.1f", seconds)) s")
