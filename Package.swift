@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "RecordServerCore",
             dependencies: [
-                "Shared", "AdminModels", "WireProtocolNIO", "RecordingTLS", "CMallocTuning",
+                "Shared", "AdminModels", "WireProtocolNIO", "RecordingTLS", "CMallocTuning", "ObjectStorage",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -216,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "RecordServerTests",
             dependencies: [
-                "RecordServerCore", "CMallocTuning", "RecordingTLS", "Shared", "AdminModels", "WireProtocolNIO", "MediaEncoding", "RecordCtlCore", "TestSupport",
+                "RecordServerCore", "CMallocTuning", "RecordingTLS", "Shared", "AdminModels", "WireProtocolNIO", "MediaEncoding", "RecordCtlCore", "TestSupport", "ObjectStorage",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

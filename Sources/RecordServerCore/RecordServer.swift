@@ -21,6 +21,8 @@ public final class RecordServer: Sendable {
     private let lock: DataDirectoryLock
     private let ingest: IngestServer
     private let admin: AdminServer?
+    /// Where finished recordings are uploaded; nil without `objectStore`.
+    private let objectStore: RecordingObjectStore?
     /// Posts events to the configured webhook receivers; nil when there are none.
     private let webhooks: WebhookDispatcher?
     private let logger: Logger
@@ -62,6 +64,7 @@ public final class RecordServer: Sendable {
         ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator,
                               readCoalescing: .milliseconds(configuration.readCoalescingMillis), budgets: configuration.ingestBudgets)
 
+        objectStore = try configuration.objectStore.map { try RecordingObjectStore(configuration: $0, dataDirectory: configuration.dataDirectory) }
         let webhookTargets = try configuration.webhookTargets()
         webhooks = webhookTargets.isEmpty ? nil : WebhookDispatcher(targets: webhookTargets, metrics: metrics, logger: logger)
         let storage = self.storage
@@ -82,7 +85,7 @@ public final class RecordServer: Sendable {
             }
             admin = AdminServer(host: configuration.admin.host, port: configuration.admin.port,
                                 token: try configuration.resolvedAdminToken(), backend: registry, metrics: metrics, logger: logger,
-                                tls: adminTLS)
+                                tls: adminTLS, objectStore: objectStore)
         } else {
             admin = nil
         }
@@ -125,6 +128,9 @@ public final class RecordServer: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // First, so it stops last: the events of the stop itself are still posted.
         if let webhooks { services.append(.init(service: WebhookService(dispatcher: webhooks))) }
+        if let objectStore {
+            services.append(.init(service: RecordingUploader(store: objectStore, catalog: catalog, clock: registry.clock, metrics: metrics, logger: logger)))
+        }
         services.append(.init(service: IngestService(ingest: ingest, registry: registry, metrics: metrics, logger: logger, ports: ports)))
         if let admin { services.append(.init(service: try admin.makeApplication())) }
         // Graceful shutdown runs in reverse order: housekeeping first suspends every session

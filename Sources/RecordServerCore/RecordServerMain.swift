@@ -20,6 +20,13 @@ public struct RecordServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Directory for recordings and the catalog.") var dataDirectory: String?
     @Option(help: ArgumentHelp("Where the catalog lives: sqlite (default, in the data directory) or a PostgreSQL URL.",
                                valueName: "sqlite|postgresql://USER@HOST:PORT/DATABASE?password_file=PATH")) var catalog: String?
+    @Option(name: .customLong("object-store"), help: ArgumentHelp("Upload finished recordings to this S3-compatible bucket.",
+                                                                  valueName: "s3://BUCKET[/PREFIX]?endpoint=URL&region=REGION"))
+    var objectStore: String?
+    @Option(name: .customLong("object-store-access-key-file"), help: "File holding the object store's access key id.")
+    var objectStoreAccessKeyFile: String?
+    @Option(name: .customLong("object-store-secret-key-file"), help: "File holding the object store's secret access key.")
+    var objectStoreSecretKeyFile: String?
     @Option(help: "CA certificate (PEM) that agent certificates must chain to.") var ca: String?
     @Option(help: "Server certificate (PEM).") var cert: String?
     @Option(help: "Server private key (PEM).") var key: String?
@@ -66,7 +73,8 @@ public struct RecordServerCommand: AsyncParsableCommand {
             listen: listen, adminListen: adminListen, dataDirectory: dataDirectory, caCertificate: ca, certificate: cert,
             privateKey: key, revocationList: revocationList, adminToken: adminToken, adminTokenFile: adminTokenFile,
             insecurePlaintext: insecurePlaintext ? true : nil, resumeWindowSeconds: resumeWindow, logLevel: logLevel,
-            webhooks: webhooks.isEmpty ? nil : webhooks, adminTLS: adminTLS ? true : nil, catalog: catalog))
+            webhooks: webhooks.isEmpty ? nil : webhooks, adminTLS: adminTLS ? true : nil, catalog: catalog,
+            objectStore: objectStore, objectStoreAccessKeyFile: objectStoreAccessKeyFile, objectStoreSecretKeyFile: objectStoreSecretKeyFile))
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
         let level = configuration.logLevel
         LoggingSystem.bootstrap { label in

@@ -50,6 +50,7 @@ struct DocumentedExamplesTests {
         switch example.section {
         case "GET /health": return HealthResponse.self
         case "GET /v1/agents": return AgentListResponse.self
+        case "GET /v1/servers": return ServerListResponse.self
         case "GET /v1/sessions": return SessionListResponse.self
         case "POST /v1/sessions", "POST /v1/sessions/{id}/stop", "POST /v1/sessions/{id}/cancel": return ControlResponse.self
         case "GET /v1/recordings": return RecordingListResponse.self
@@ -73,9 +74,9 @@ struct DocumentedExamplesTests {
 
     @Test func everyRouteWithABodyHasExamples() {
         let covered = Set(Self.examples.compactMap { Self.model(for: $0) }.map { String(describing: $0) })
-        #expect(covered == ["ErrorResponse", "HealthResponse", "AgentListResponse", "SessionListResponse", "ControlResponse",
+        #expect(covered == ["ErrorResponse", "HealthResponse", "AgentListResponse", "ServerListResponse", "SessionListResponse", "ControlResponse",
                             "RecordingListResponse", "RecordingDetailResponse", "ServerEvent"])
-        #expect(Self.examples.count == 26, "\(Self.examples.map(\.description).joined(separator: "\n"))")
+        #expect(Self.examples.count == 27, "\(Self.examples.map(\.description).joined(separator: "\n"))")
     }
 
     @Test(arguments: examples)

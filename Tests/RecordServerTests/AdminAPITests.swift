@@ -82,6 +82,8 @@ actor FakeAdminBackend: AdminBackend {
                             lastSeen: baseDate.addingTimeInterval(-3600))]
     }
     func liveSessions() async -> [LiveSessionInfo] { sessions }
+    func storedRecording(id: String) async throws(AdminError) -> UploadRecord? { nil }
+    func forgetUpload(recordingID: String) async throws(AdminError) {}
     func fleet() async throws(AdminError) -> ServerListResponse {
         ServerListResponse(this: "rs-a-1f2e3d", servers: [
             FleetServer(id: "rs-a-1f2e3d", ingestAddress: "0.0.0.0:7443", softwareVersion: "0.1.0", startedAt: baseDate,

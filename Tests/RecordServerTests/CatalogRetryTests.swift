@@ -62,6 +62,11 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
     func upsertTrack(_ track: TrackRecord) throws { try write { try real.upsertTrack(track) } }
     func tracks(sessionID: String) throws -> [TrackRecord] { try real.tracks(sessionID: sessionID) }
     var serverID: String { real.serverID }
+    var isShared: Bool { real.isShared }
+    func recordingsAwaitingUpload(limit: Int) throws -> [RecordingRecord] { try real.recordingsAwaitingUpload(limit: limit) }
+    func recordUpload(_ upload: UploadRecord) throws { try write { try real.recordUpload(upload) } }
+    func upload(recordingID: String) throws -> UploadRecord? { try real.upload(recordingID: recordingID) }
+    func deleteUpload(recordingID: String) throws { try write { try real.deleteUpload(recordingID: recordingID) } }
     func recordHeartbeat(_ server: ServerRecord) throws { try write { try real.recordHeartbeat(server) } }
     func servers() throws -> [ServerRecord] { try real.servers() }
     func totalRecordingBytes() throws -> Int64 { try real.totalRecordingBytes() }

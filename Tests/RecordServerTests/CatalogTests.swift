@@ -25,8 +25,8 @@ import Testing
                         finishedAt: status == .recording ? nil : t0.addingTimeInterval(offset + 60), error: status == .failed ? "disk full" : nil)
     }
 
-    @Test(arguments: CatalogBackend.allCases) func agentsAreUpsertedKeepingFirstAndLatestSighting(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func agentsAreUpsertedKeepingFirstAndLatestSighting(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         try catalog.recordAgentSeen(AgentRecord(id: "cam-2", lastAddress: "10.0.0.2:5000", softwareVersion: "0.1.0", firstSeen: t0, lastSeen: t0))
         try catalog.recordAgentSeen(AgentRecord(id: "cam-1", lastAddress: "10.0.0.1:5000", softwareVersion: "0.1.0",
                                                 firstSeen: t0.addingTimeInterval(100), lastSeen: t0.addingTimeInterval(100)))
@@ -38,8 +38,8 @@ import Testing
                                          firstSeen: t0.addingTimeInterval(100), lastSeen: t0.addingTimeInterval(500)))
     }
 
-    @Test(arguments: CatalogBackend.allCases) func sessionsRoundTripAndUpdate(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func sessionsRoundTripAndUpdate(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         var original = session("s1", labels: ["room": "A", "take": "3"])
         try catalog.insertSession(original)
         original.serverID = catalog.serverID  // stamped on insert
@@ -55,8 +55,8 @@ import Testing
         #expect(try catalog.session(id: "s1") == expected)
     }
 
-    @Test(arguments: CatalogBackend.allCases) func duplicateSessionIsAConflictAndUnknownUpdateIsNotFound(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func duplicateSessionIsAConflictAndUnknownUpdateIsNotFound(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         try catalog.insertSession(session("s1"))
         let duplicate = #expect(throws: CatalogError.self) { try catalog.insertSession(session("s1")) }
         #expect(duplicate?.code == .conflict)
@@ -67,8 +67,8 @@ import Testing
         #expect(missing?.code == .notFound)
     }
 
-    @Test(arguments: CatalogBackend.allCases) func labelsRoundTripThroughJSON(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func labelsRoundTripThroughJSON(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         let labels = ["": "empty key", "quote\"s": "back\\slash", "unicode": "Prüfung 🎥", "newline": "a\nb"]
         try catalog.insertSession(session("s1", labels: labels))
         try catalog.insertSession(session("s2"))
@@ -76,8 +76,8 @@ import Testing
         #expect(try catalog.session(id: "s2")?.labels == [:])
     }
 
-    @Test(arguments: CatalogBackend.allCases) func unfinishedSessionsAreThoseStillRecordingOldestFirst(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func unfinishedSessionsAreThoseStillRecordingOldestFirst(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         try catalog.insertSession(session("late", at: 50))
         try catalog.insertSession(session("done", status: .completed, at: 10))
         try catalog.insertSession(session("early", at: 5))
@@ -87,8 +87,8 @@ import Testing
         #expect(try catalog.unfinishedSessions().map(\.id) == ["late"])
     }
 
-    @Test(arguments: CatalogBackend.allCases) func serversSharingACatalogSeeOnlyTheirOwnUnfinishedSessions(_ backend: CatalogBackend) throws {
-        let (a, b, scratch) = try backend.makeSharedCatalogs("server-a", "server-b")
+    @Test(arguments: CatalogBackend.allCases) func serversSharingACatalogSeeOnlyTheirOwnUnfinishedSessions(_ backend: CatalogBackend) async throws {
+        let (a, b, scratch) = try await backend.makeSharedCatalogs("server-a", "server-b")
         defer { _ = scratch }
         try a.insertSession(session("a-live", at: 1))
         try a.insertSession(session("a-done", status: .completed, at: 2))
@@ -116,8 +116,39 @@ import Testing
         #expect(try b.servers().first == later)
     }
 
-    @Test(arguments: CatalogBackend.allCases) func recordingsUpsertReplaceAndDelete(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func uploadsAreKeptApartFromTheRowsSessionsRewrite(_ backend: CatalogBackend) async throws {
+        let (mine, other, scratch) = try await backend.makeSharedCatalogs("server-a", "server-b")
+        defer { _ = scratch }
+        for (catalog, id) in [(mine, "s1"), (mine, "s2"), (other, "s3")] {
+            try catalog.insertSession(session(id, status: .completed))
+        }
+        try mine.upsertRecording(recording("s1", 2, at: 20))
+        try mine.upsertRecording(recording("s1", 1, at: 20))
+        try mine.upsertRecording(recording("s2", status: .recording, at: 10))
+        try mine.upsertRecording(recording("s3", at: 0))
+        #expect(try mine.recordingsAwaitingUpload(limit: 10).map(\.id) == ["s1-1", "s1-2"], "finished, this server's, oldest first")
+        #expect(try mine.recordingsAwaitingUpload(limit: 1).map(\.id) == ["s1-1"])
+
+        let upload = UploadRecord(recordingID: "s1-1", objectKey: "rec/cam-1/s1/recording-1.mp4", etag: "0123abcd-2", sizeBytes: 123_456_789_012,
+                                  uploadedAt: t0.addingTimeInterval(61.5))
+        try mine.recordUpload(upload)
+        #expect(try mine.upload(recordingID: "s1-1") == upload)
+        #expect(try other.upload(recordingID: "s1-1") == upload, "the fleet shares uploads")
+        // A session rewriting its file's row leaves the upload alone.
+        try mine.upsertRecording(recording("s1", 1, at: 20, size: 7))
+        #expect(try mine.upload(recordingID: "s1-1") == upload)
+        #expect(try mine.recordingsAwaitingUpload(limit: 10).map(\.id) == ["s1-2"])
+        var removed = upload
+        removed.localRemoved = true
+        try mine.recordUpload(removed)
+        #expect(try mine.upload(recordingID: "s1-1")?.localRemoved == true)
+        try mine.deleteUpload(recordingID: "s1-1")
+        try mine.deleteUpload(recordingID: "s1-1")  // idempotent
+        #expect(try mine.upload(recordingID: "s1-1") == nil)
+    }
+
+    @Test(arguments: CatalogBackend.allCases) func recordingsUpsertReplaceAndDelete(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         var first = recording("s1", 1, status: .recording, size: 0)
         try catalog.upsertRecording(first)
         #expect(try catalog.recording(id: "s1-1") == first)
@@ -138,8 +169,8 @@ import Testing
         #expect(try catalog.recordings(sessionID: "s1").map(\.id) == ["s1-1", "s1-3"])
     }
 
-    @Test(arguments: CatalogBackend.allCases) func recordingFiltersByAgentStatusTimeAndLimit(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func recordingFiltersByAgentStatusTimeAndLimit(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         try catalog.upsertRecording(recording("a", agent: "cam-1", status: .completed, at: 0))
         try catalog.upsertRecording(recording("b", agent: "cam-2", status: .failed, at: 10))
         try catalog.upsertRecording(recording("c", agent: "cam-1", status: .interrupted, at: 20))
@@ -159,8 +190,8 @@ import Testing
         #expect(try ids(RecordingFilter(agentID: "cam-9")) == [])
     }
 
-    @Test(arguments: CatalogBackend.allCases) func recordingFiltersBySessionLabelWhateverTheKeyHolds(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func recordingFiltersBySessionLabelWhateverTheKeyHolds(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         try catalog.insertSession(session("a", labels: ["room": "studio-2", "take": "3"]))
         try catalog.insertSession(session("b", labels: ["room": "hall"]))
         try catalog.insertSession(session("c", labels: ["a.b": "dot", "q\"uote": "x"]))
@@ -181,8 +212,8 @@ import Testing
         #expect(try catalog.recordings(RecordingFilter(agentID: "cam-1", label: .init(key: "room", value: "hall"))).map(\.id) == ["b-1"])
     }
 
-    @Test(arguments: CatalogBackend.allCases) func tracksUpsertAndListInTrackOrder(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func tracksUpsertAndListInTrackOrder(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         var audio = TrackRecord(sessionID: "s1", trackID: 3, label: "mic", kind: "audio", codec: "opus", width: 0, height: 0)
         let video = TrackRecord(sessionID: "s1", trackID: 1, label: "front", kind: "video", codec: "h264", width: 1280, height: 720,
                                 status: .ended, samples: 900, bytes: 4_000_000, dropped: 2)
@@ -197,8 +228,8 @@ import Testing
         #expect(try catalog.tracks(sessionID: "none") == [])
     }
 
-    @Test(arguments: CatalogBackend.allCases) func retentionQueriesSumSizesAndListFinishedOldestFirst(_ backend: CatalogBackend) throws {
-        let catalog = try backend.makeCatalog()
+    @Test(arguments: CatalogBackend.allCases) func retentionQueriesSumSizesAndListFinishedOldestFirst(_ backend: CatalogBackend) async throws {
+        let catalog = try await backend.makeCatalog()
         #expect(try catalog.totalRecordingBytes() == 0)
         try catalog.upsertRecording(recording("new", at: 300, size: 1))
         try catalog.upsertRecording(recording("live", status: .recording, at: 0, size: 10))

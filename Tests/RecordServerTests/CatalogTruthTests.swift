@@ -14,7 +14,7 @@ struct CatalogTruthTests {
     }
 
     private func liveAndFinishedFiguresComeFromTheFile(_ backend: CatalogBackend) async throws {
-        let fixture = try ServerFixture.with(catalog: backend)
+        let fixture = try await ServerFixture.with(catalog: backend)
         let port = try await fixture.start()
         let content = try SessionContent.make(sessionID: "s-live", seconds: 4)
         let agent = try await fixture.connectAgent("agent-1", port: port)

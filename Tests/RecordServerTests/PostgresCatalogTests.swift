@@ -10,7 +10,7 @@ import TestSupport
 struct PostgresCatalogTests {
     // MARK: The URL
 
-    @Test func urlsReadAsLibpqReadsThem() throws {
+    @Test func urlsReadAsLibpqReadsThem() async throws {
         let tcp = try PostgresCatalogAddress(parsing: "postgresql://rec@db.example:6432/cat?password_file=/etc/pw&connect_timeout=3")
         #expect(tcp.endpoint == .tcp(host: "db.example", port: 6432))
         #expect(tcp.user == "rec" && tcp.database == "cat" && tcp.password == .file("/etc/pw") && tcp.connectTimeoutSeconds == 3)
@@ -28,7 +28,7 @@ struct PostgresCatalogTests {
         #expect(try CatalogLocation(parsing: "sqlite") == .embedded && CatalogLocation(parsing: "") == .embedded)
     }
 
-    @Test func aPasswordNeverShowsInWhatIsPrinted() throws {
+    @Test func aPasswordNeverShowsInWhatIsPrinted() async throws {
         let address = try PostgresCatalogAddress(parsing: "postgresql://rec:s3cret@h:5432/cat")
         #expect(address.password == .inline("s3cret"))
         #expect(address.description == "postgresql://rec:***@h:5432/cat")
@@ -62,8 +62,8 @@ struct PostgresCatalogTests {
 
     // MARK: The connection
 
-    @Test func aWrongPasswordOrAMissingPasswordFileFailsNamingTheFix() throws {
-        let postgres = try TestPostgres.shared()
+    @Test func aWrongPasswordOrAMissingPasswordFileFailsNamingTheFix() async throws {
+        let postgres = try await TestPostgres.shared()
         let scratch = try TemporaryDirectory(prefix: "pg-password")
         let wrong = try scratch.write("not-the-password\n", to: "password")
         let url = "postgresql://recorder@127.0.0.1:\(postgres.port)/catalog?password_file=\(wrong)&sslmode=disable"
@@ -82,7 +82,7 @@ struct PostgresCatalogTests {
         #expect(missing?.message.contains("cannot read the catalog's password_file") == true, "\(missing?.description ?? "")")
     }
 
-    @Test func nobodyListeningIsAnOpenFailureNamingTheAddress() throws {
+    @Test func nobodyListeningIsAnOpenFailureNamingTheAddress() async throws {
         let port = try freeTCPPort()
         let error = #expect(throws: CatalogError.self) {
             _ = try PostgresCatalog(address: PostgresCatalogAddress(parsing: "postgresql://rec@127.0.0.1:\(port)/cat?sslmode=disable"),
@@ -92,16 +92,21 @@ struct PostgresCatalogTests {
         #expect(error?.message.contains("127.0.0.1:\(port)") == true, "\(error?.description ?? "")")
     }
 
-    @Test func aLostConnectionIsOpenedAgainByTheNextCall() throws {
-        let postgres = try TestPostgres.shared()
-        let url = try postgres.createDatabase()
+    @Test func aLostConnectionIsOpenedAgainByTheNextCall() async throws {
+        let postgres = try await TestPostgres.shared()
+        let url = try await postgres.createDatabase()
         let database = TestPostgres.database(of: url)
         let catalog = try PostgresCatalog(address: PostgresCatalogAddress(parsing: url), logger: quietLogger)
         try catalog.insertSession(SessionRecord(id: "s1", agentID: "cam", labels: [:], status: .recording, createdAt: Date(), directory: "/d"))
 
         // What a database restart or a failover does to the server's connection.
-        let killed = try postgres.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(database)'")
+        let killed = try await postgres.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(database)'")
         #expect(killed == "1")
+        // pg_terminate_backend only signals the backend: wait until it is gone.
+        for _ in 0..<200 {
+            guard try await postgres.psql("SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)'") != "0" else { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         // The first call may be the one that finds the connection gone; the one after it connects afresh.
         var answers: [Result<SessionRecord?, any Error>] = []
         for _ in 0..<2 { answers.append(Result { try catalog.session(id: "s1") }) }
@@ -114,7 +119,7 @@ struct PostgresCatalogTests {
     // MARK: Migrations
 
     @Test func serversStartingTogetherMigrateOnceAndKeepTheRows() async throws {
-        let url = try TestPostgres.shared().createDatabase()
+        let url = try await TestPostgres.shared().createDatabase()
         let address = try PostgresCatalogAddress(parsing: url)
         // Four servers open the same empty database at once: the advisory lock lets one migrate.
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -128,32 +133,32 @@ struct PostgresCatalogTests {
         _ = try PostgresCatalog(address: address, logger: quietLogger)
         #expect(try catalog.tracks(sessionID: "s").count == 1)
         let database = TestPostgres.database(of: url)
-        let applied = try TestPostgres.shared().psql(#"SELECT string_agg("identifier", ',' ORDER BY "identifier") FROM catalog_migrations"#,
+        let applied = try await TestPostgres.shared().psql(#"SELECT string_agg("identifier", ',' ORDER BY "identifier") FROM catalog_migrations"#,
                                                      database: database)
         #expect(applied == PostgresCatalogSchema.migrations.map(\.identifier).sorted().joined(separator: ","))
     }
 
-    @Test func aDatabaseMigratedByANewerServerIsRefused() throws {
-        let postgres = try TestPostgres.shared()
-        let url = try postgres.createDatabase()
+    @Test func aDatabaseMigratedByANewerServerIsRefused() async throws {
+        let postgres = try await TestPostgres.shared()
+        let url = try await postgres.createDatabase()
         let address = try PostgresCatalogAddress(parsing: url)
         _ = try PostgresCatalog(address: address, logger: quietLogger)
         let database = TestPostgres.database(of: url)
-        try postgres.psql(#"INSERT INTO catalog_migrations ("identifier", "appliedAt") VALUES ('v99-from-the-future', 0)"#, database: database)
+        try await postgres.psql(#"INSERT INTO catalog_migrations ("identifier", "appliedAt") VALUES ('v99-from-the-future', 0)"#, database: database)
         let error = #expect(throws: CatalogError.self) { _ = try PostgresCatalog(address: address, logger: quietLogger) }
         #expect(error?.code == .newerSchema)
         #expect(error?.message.contains("v99-from-the-future") == true)
     }
 
-    @Test func recordingIdsOfTheFirstSchemaAreRenamedAsInSQLite() throws {
-        let postgres = try TestPostgres.shared()
-        let url = try postgres.createDatabase()
+    @Test func recordingIdsOfTheFirstSchemaAreRenamedAsInSQLite() async throws {
+        let postgres = try await TestPostgres.shared()
+        let url = try await postgres.createDatabase()
         let database = TestPostgres.database(of: url)
         let address = try PostgresCatalogAddress(parsing: url)
         // What a server of the second schema left.
         try PostgresCatalogSchema.migrate(PostgresCatalogConnection(address: address, logger: quietLogger), upTo: "v2-session-durable-sequence")
         for (id, index) in [("s1-0", 0), ("s1-1", 1), ("s1-11", 11), ("hand-made", 2)] {
-            try postgres.psql("""
+            try await postgres.psql("""
                 INSERT INTO recordings ("id", "sessionID", "agentID", "segmentIndex", "path", "status", "createdAt")
                 VALUES ('\(id)', 's1', 'cam', \(index), '/x', 'completed', 0)
                 """, database: database)

@@ -24,7 +24,7 @@ struct ResumeFinishedSessionTests {
 
     @Test(arguments: CatalogBackend.allCases)
     func aFinalizedSessionAnswersWithItsDurablePointAcrossARestart(_ backend: CatalogBackend) async throws {
-        let fixture = try ServerFixture.with(catalog: backend)
+        let fixture = try await ServerFixture.with(catalog: backend)
         var port = try await fixture.start()
         let content = try SessionContent.make(sessionID: "s-done", seconds: 2)
         let agent = try await fixture.connectAgent("agent-1", port: port)

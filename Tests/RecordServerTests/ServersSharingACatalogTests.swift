@@ -11,7 +11,7 @@ import TestSupport
 @Suite("Servers sharing a catalog", .serialized)
 struct ServersSharingACatalogTests {
     @Test func eachServerSeesTheFleetAndARestartLeavesTheOthersSessionAlone() async throws {
-        let a = try ServerFixture.with(catalog: .postgresql)
+        let a = try await ServerFixture.with(catalog: .postgresql)
         let b = try ServerFixture()
         b.configuration.catalog = a.configuration.catalog
         let portA = try await a.start()

@@ -56,6 +56,12 @@ public final class ObjectStoreFixture: Sendable {
     nonisolated(unsafe) private static var removeAtExit = false
 
     private static func startStore() async throws -> ObjectStoreFixture {
+        // The test command starts the store before the tests (its start loads both cores for
+        // seconds, enough to time out handshakes of tests running beside it) and names it here.
+        if let given = ProcessInfo.processInfo.environment["OBJECT_STORE_DIR"],
+           let endpoint = try? String(contentsOfFile: given + "/endpoint", encoding: .utf8) {
+            return ObjectStoreFixture(directory: given, endpoint: endpoint.trimmingCharacters(in: .whitespacesAndNewlines), startSeconds: 0)
+        }
         // Not a TemporaryDirectory: this one must outlive every test, until the exit handler.
         let directory = NSTemporaryDirectory() + "object-store-" + UUID().uuidString
         let environment = ProcessInfo.processInfo.environment.merging(["OBJECT_STORE_OWNER_PID": String(getpid())]) { $1 }

@@ -9,19 +9,33 @@ public final class TestPostgres: Sendable {
     public let directory: String
     public let port: Int
 
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var started: Result<TestPostgres, any Error>?
+    nonisolated(unsafe) private static var started: TestPostgres?
 
-    /// The process's cluster, started now if this is the first call.
+    /// The process's cluster, started now if this is the first call. Started on a thread of
+    /// its own (initdb takes seconds under load): a wait on the cooperative pool would hold one
+    /// of its two threads, and with a second test waiting too, every server in the process
+    /// would stall.
     /// - Throws: `ToolError` naming what is missing (PostgreSQL not installed: the test
     ///   command installs it) or the script's own message.
-    public static func shared() throws -> TestPostgres {
-        try lock.withLock {
-            if let started { return try started.get() }
-            let result = Result { try TestPostgres() }
-            started = result
-            if case .success = result { atexit { TestPostgres.stopShared() } }
-            return try result.get()
+    public static func shared() async throws -> TestPostgres {
+        try await Starter.shared.cluster()
+    }
+
+    /// Starts once; every caller gets the same cluster, or the same failure.
+    private actor Starter {
+        static let shared = Starter()
+        private var start: Task<TestPostgres, any Error>?
+
+        func cluster() async throws -> TestPostgres {
+            if start == nil {
+                start = Task {
+                    let cluster = try await offPool { try TestPostgres() }
+                    TestPostgres.started = cluster
+                    atexit { TestPostgres.stopShared() }
+                    return cluster
+                }
+            }
+            return try await start!.value
         }
     }
 
@@ -39,7 +53,7 @@ public final class TestPostgres: Sendable {
     }
 
     private static func stopShared() {
-        guard case .success(let server)? = started else { return }
+        guard let server = started else { return }
         let script = BuiltProducts.repositoryRoot.appendingPathComponent("scripts/catalog-postgres.sh").path
         _ = try? runProcess(script, ["stop", server.directory]) // At exit nothing can report a failure; the directory is in /tmp.
         try? FileManager.default.removeItem(atPath: server.directory) // As above.
@@ -47,9 +61,9 @@ public final class TestPostgres: Sendable {
 
     /// A new, empty database owned by `recorder`; returns its catalog URL (TCP, with the
     /// password file), as an operator would write it.
-    public func createDatabase() throws -> String {
+    public func createDatabase() async throws -> String {
         let name = "test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        try psql("CREATE DATABASE \(name) OWNER recorder")
+        try await psql("CREATE DATABASE \(name) OWNER recorder")
         return url(database: name)
     }
 
@@ -68,9 +82,15 @@ public final class TestPostgres: Sendable {
         "postgresql://postgres@/\(database)?host=\(directory)&port=\(port)"
     }
 
-    /// Runs SQL as the superuser in `database` and returns psql's unaligned output.
+    /// Runs SQL as the superuser in `database` and returns psql's unaligned output (on a
+    /// thread of its own, for the reason given at ``shared()``).
     @discardableResult
-    public func psql(_ sql: String, database: String = "postgres") throws -> String {
+    public func psql(_ sql: String, database: String = "postgres") async throws -> String {
+        let (directory, port) = (self.directory, self.port)
+        return try await offPool { try Self.psql(sql, database: database, directory: directory, port: port) }
+    }
+
+    private static func psql(_ sql: String, database: String, directory: String, port: Int) throws -> String {
         var arguments = ["-h", directory, "-p", String(port), "-U", "postgres", "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql]
         var executable = "/usr/lib/postgresql/15/bin/psql"
         if geteuid() == 0 {

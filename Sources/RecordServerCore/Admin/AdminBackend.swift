@@ -72,6 +72,10 @@ protocol AdminBackend: Sendable {
     func recording(id: String) async throws(AdminError) -> (RecordingRecord, [TrackRecord])
     /// Deletes the file and the catalog row; refuses while the recording is being written.
     func deleteRecording(id: String) async throws(AdminError)
+    /// The recording's copy in the object store, if it was uploaded.
+    func storedRecording(id: String) async throws(AdminError) -> UploadRecord?
+    /// Removes the upload row once its object is deleted.
+    func forgetUpload(recordingID: String) async throws(AdminError)
     /// The path of a finished recording's file, for download: `conflict` while it is being
     /// written, `notFound` when it is gone or (symlinks resolved) not inside the data directory.
     func finishedRecordingFile(id: String) async throws(AdminError) -> String

@@ -13,6 +13,7 @@ struct AdminRoutes: Sendable {
     let metrics: ServerMetrics
     let token: BearerToken
     let maxBodyBytes: Int
+    var objectStore: RecordingObjectStore? = nil
     let exports = SessionExportRoute(slots: ExportSlots(limit: SessionExportRoute.maxConcurrent), threadPool: .singleton)
     let streams = TrackStreamRoute(slots: ExportSlots(limit: TrackStreamRoute.maxConcurrent), threadPool: .singleton)
 
@@ -67,7 +68,20 @@ struct AdminRoutes: Sendable {
         v1.get("/recordings/{id}/file") { request, context in try await self.download(request, context) }
         v1.head("/recordings/{id}/file") { request, context in try await self.download(request, context) }
         v1.delete("/recordings/{id}") { _, context in
-            try await self.backend.deleteRecording(id: try Self.pathID(context))
+            let id = try Self.pathID(context)
+            let upload = self.objectStore == nil ? nil : try await self.backend.storedRecording(id: id)
+            try await self.backend.deleteRecording(id: id)
+            if let store = self.objectStore, let upload {
+                // The file and its row are gone; the object goes too, then its row. A failure
+                // leaves the upload row naming the object, so a retried DELETE finds nothing
+                // to delete but the operator's log names the key.
+                do {
+                    try await store.client.deleteObject(key: store.relativeKey(upload.objectKey))
+                    try await self.backend.forgetUpload(recordingID: id)
+                } catch {
+                    throw AdminError(.unavailable, "recording \(id) is deleted here, but its object \(upload.objectKey) could not be: \(error)")
+                }
+            }
             return Response(status: .noContent)
         }
     }
@@ -137,11 +151,18 @@ struct AdminRoutes: Sendable {
         })
     }
 
-    /// A finished recording's file, streamed from disk with ranges and validators.
+    /// A finished recording's file, streamed from disk with ranges and validators; from the
+    /// object store when the local copy is gone and the recording was uploaded.
     func download(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let id = try Self.pathID(context)
-        let path = try await backend.finishedRecordingFile(id: id)
-        return try await RecordingDownload(path: path, downloadName: id + ".mp4", threadPool: .singleton).response(to: request)
+        do {
+            let path = try await backend.finishedRecordingFile(id: id)
+            return try await RecordingDownload(path: path, downloadName: id + ".mp4", threadPool: .singleton).response(to: request)
+        } catch let error as AdminError where error.kind == .notFound {
+            guard let store = objectStore, let upload = try await backend.storedRecording(id: id) else { throw error }
+            return try await RecordingDownload(source: ObjectDownloadSource(client: store.client, upload: upload), downloadName: id + ".mp4")
+                .response(to: request)
+        }
     }
 
     static func pathID(_ context: BasicRequestContext) throws(AdminAPIError) -> String {

@@ -29,6 +29,8 @@ struct AdminServer: Sendable {
     /// HTTPS when set (admin.tls); plain HTTP otherwise.
     private let tls: TLSConfiguration?
     private let backend: any AdminBackend
+    /// Where recordings whose local copy is gone are served from.
+    private let objectStore: RecordingObjectStore?
     private let metrics: ServerMetrics
     private let logger: Logger
     private let listening = ListeningPort()
@@ -45,8 +47,9 @@ struct AdminServer: Sendable {
     ///   - logger: for the listener and one debug line per request (token and headers never logged).
     ///   - tls: serve HTTPS with this configuration (the console's cookie is then `Secure`).
     init(host: String = AdminServer.defaultHost, port: Int, token: String, backend: any AdminBackend,
-                metrics: ServerMetrics, logger: Logger, tls: TLSConfiguration? = nil) {
+                metrics: ServerMetrics, logger: Logger, tls: TLSConfiguration? = nil, objectStore: RecordingObjectStore? = nil) {
         self.host = host
+        self.objectStore = objectStore
         self.port = port
         self.tls = tls
         self.token = BearerToken(token)
@@ -85,7 +88,7 @@ struct AdminServer: Sendable {
         // must be outermost so that a 401 from auth is rendered as JSON too.
         router.add(middleware: AdminErrorMiddleware(logger: logger))
         router.add(middleware: AdminAuthMiddleware(token: token, console: consoleSessions))
-        AdminRoutes(backend: backend, metrics: metrics, token: token, maxBodyBytes: Self.maxBodyBytes)
+        AdminRoutes(backend: backend, metrics: metrics, token: token, maxBodyBytes: Self.maxBodyBytes, objectStore: objectStore)
             .register(on: router)
         ConsoleRoutes(token: token, sessions: consoleSessions, secureCookies: tls != nil).register(on: router)
         return router

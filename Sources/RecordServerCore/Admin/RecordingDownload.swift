@@ -3,7 +3,8 @@ import Hummingbird
 import NIOCore
 import NIOPosix
 
-/// `GET`/`HEAD /v1/recordings/{id}/file`: a finished recording's file as it is on disk, with
+/// `GET`/`HEAD /v1/recordings/{id}/file`: a finished recording's file as it is on disk, or
+/// its object in the object store once the local copy is gone (``ObjectDownloadSource``), with
 /// ranges (RFC 9110 §14), validators (`ETag`, `Last-Modified`) and the conditional requests
 /// that use them (`If-None-Match`, `If-Modified-Since`, `If-Range`).
 ///
@@ -16,7 +17,7 @@ import NIOPosix
 struct RecordingDownload: Sendable {
     static let chunkBytes = 256 * 1024
 
-    /// What identifies one version of the file.
+    /// What identifies one version of a file on disk.
     struct Identity: Equatable, Sendable {
         var device: UInt64
         var inode: UInt64
@@ -33,15 +34,32 @@ struct RecordingDownload: Sendable {
         /// Strong: it changes with any of the fields, so equal tags mean the same bytes.
         var eTag: String { "\"\(String(inode, radix: 16))-\(String(size, radix: 16))-\(String(modifiedNanos, radix: 16))\"" }
         var lastModified: Date { Date(timeIntervalSince1970: TimeInterval(modifiedNanos / 1_000_000_000)) }
+        var validators: Validators { Validators(size: size, eTag: eTag, lastModified: lastModified) }
     }
 
-    let path: String
+    /// What the headers say about the version served, whatever holds it.
+    struct Validators: Equatable, Sendable {
+        var size: Int64
+        /// Strong, quoted.
+        var eTag: String
+        var lastModified: Date
+    }
+
+    let source: any RecordingDownloadSource
     /// The name a browser saves it under.
     let downloadName: String
-    let threadPool: NIOThreadPool
+
+    init(path: String, downloadName: String, threadPool: NIOThreadPool) {
+        self.init(source: FileDownloadSource(path: path, threadPool: threadPool), downloadName: downloadName)
+    }
+
+    init(source: any RecordingDownloadSource, downloadName: String) {
+        self.source = source
+        self.downloadName = downloadName
+    }
 
     func response(to request: Request) async throws -> Response {
-        let identity = try await identityOnDisk()
+        let identity = try await source.validators()
         var headers: HTTPFields = [
             .contentType: "video/mp4",
             .acceptRanges: "bytes",
@@ -65,17 +83,17 @@ struct RecordingDownload: Sendable {
         case .whole:
             headers[.contentLength] = String(identity.size)
             let all: [ClosedRange<Int64>] = identity.size > 0 ? [0 ... identity.size - 1] : []
-            return Response(status: .ok, headers: headers, body: includeBody ? body(all, identity: identity) : ResponseBody())
+            return Response(status: .ok, headers: headers, body: includeBody ? source.body(all, validators: identity, parts: nil) : ResponseBody())
         case .ranges(let ranges) where ranges.count == 1:
             let range = ranges[0]
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(identity.size)"
             headers[.contentLength] = String(range.count)
-            return Response(status: .partialContent, headers: headers, body: includeBody ? body(ranges, identity: identity) : ResponseBody())
+            return Response(status: .partialContent, headers: headers, body: includeBody ? source.body(ranges, validators: identity, parts: nil) : ResponseBody())
         case .ranges(let ranges):
             let parts = MultipartByteRanges(ranges: ranges, size: identity.size, contentType: "video/mp4")
             headers[.contentType] = "multipart/byteranges; boundary=\(parts.boundary)"
             headers[.contentLength] = String(parts.totalLength)
-            return Response(status: .partialContent, headers: headers, body: includeBody ? body(ranges, identity: identity, parts: parts) : ResponseBody())
+            return Response(status: .partialContent, headers: headers, body: includeBody ? source.body(ranges, validators: identity, parts: parts) : ResponseBody())
         }
     }
 
@@ -83,7 +101,7 @@ struct RecordingDownload: Sendable {
 
     /// `If-None-Match` naming this version (or `*`), or without it an `If-Modified-Since` not
     /// before the file's last change: the client has these bytes already.
-    static func notModified(_ headers: HTTPFields, identity: Identity) -> Bool {
+    static func notModified(_ headers: HTTPFields, identity: Validators) -> Bool {
         if let tags = headers[.ifNoneMatch] {
             return tags.split(separator: ",").contains { tag in
                 let t = tag.trimmingCharacters(in: .whitespaces)
@@ -98,36 +116,52 @@ struct RecordingDownload: Sendable {
     }
 
     /// `If-Range` (§13.1.5): the ranges are for this version only; otherwise the whole file.
-    static func rangeApplies(_ headers: HTTPFields, identity: Identity) -> Bool {
+    static func rangeApplies(_ headers: HTTPFields, identity: Validators) -> Bool {
         guard let condition = headers[.ifRange]?.trimmingCharacters(in: .whitespaces) else { return true }
         if condition.hasPrefix("\"") { return condition == identity.eTag }  // strong comparison only
         return HTTPDate.parse(condition) == identity.lastModified
     }
 
-    // MARK: Disk
+}
 
-    private func identityOnDisk() async throws -> Identity {
+/// Where a download's bytes come from: its validators, then its body for the ranges asked.
+protocol RecordingDownloadSource: Sendable {
+    func validators() async throws -> RecordingDownload.Validators
+    /// The body of `ranges` (each framed by `parts` when there are several).
+    func body(_ ranges: [ClosedRange<Int64>], validators: RecordingDownload.Validators, parts: MultipartByteRanges?) -> ResponseBody
+}
+
+/// A file on disk, read in ``RecordingDownload/chunkBytes`` reads on a thread pool.
+struct FileDownloadSource: RecordingDownloadSource {
+    let path: String
+    let threadPool: NIOThreadPool
+
+    func validators() async throws -> RecordingDownload.Validators {
+        try await identityOnDisk().validators
+    }
+
+    private func identityOnDisk() async throws -> RecordingDownload.Identity {
         let path = self.path
         return try await threadPool.runIfActive {
             var s = stat()
             guard stat(path, &s) == 0 else {
                 throw AdminAPIError(status: .notFound, code: "not_found", message: "the file \(path) is gone from disk")
             }
-            return Identity(s)
+            return RecordingDownload.Identity(s)
         }
     }
 
-    private func body(_ ranges: [ClosedRange<Int64>], identity: Identity, parts: MultipartByteRanges? = nil) -> ResponseBody {
+    func body(_ ranges: [ClosedRange<Int64>], validators: RecordingDownload.Validators, parts: MultipartByteRanges?) -> ResponseBody {
         let path = self.path, pool = threadPool
         let length = parts?.totalLength ?? ranges.reduce(0) { $0 + $1.count }
         return ResponseBody(contentLength: length) { writer in
-            let file = try await pool.runIfActive { try OpenFile(path: path, expecting: identity) }
+            let file = try await pool.runIfActive { try OpenFile(path: path, expecting: validators) }
             defer { file.close() }
             for (index, range) in ranges.enumerated() {
                 if let parts { try await writer.write(ByteBuffer(string: parts.header(forPart: index))) }
                 var offset = range.lowerBound
                 while offset <= range.upperBound {
-                    let count = Int(min(Int64(Self.chunkBytes), range.upperBound - offset + 1))
+                    let count = Int(min(Int64(RecordingDownload.chunkBytes), range.upperBound - offset + 1))
                     let at = offset
                     let chunk = try await pool.runIfActive { try file.read(count: count, at: at) }
                     try await writer.write(chunk)
@@ -145,12 +179,12 @@ private final class OpenFile: @unchecked Sendable {
     private let descriptor: Int32
     private let path: String
 
-    init(path: String, expecting identity: RecordingDownload.Identity) throws {
+    init(path: String, expecting validators: RecordingDownload.Validators) throws {
         descriptor = open(path, O_RDONLY | O_CLOEXEC)
         self.path = path
         guard descriptor >= 0 else { throw RecordingDownloadError("\(path) could not be opened: errno \(errno)") }
         var s = stat()
-        guard fstat(descriptor, &s) == 0, RecordingDownload.Identity(s) == identity else {
+        guard fstat(descriptor, &s) == 0, RecordingDownload.Identity(s).validators == validators else {
             Glibc.close(descriptor)
             throw RecordingDownloadError("\(path) changed between the response's headers and its body")
         }

@@ -12,6 +12,8 @@ public final class Catalog: RecordingCatalog, Sendable {
     /// The database file, or nil for an in-memory catalog.
     public let path: String?
     let serverID: String
+    /// The file is this server's alone (its data directory is locked).
+    var isShared: Bool { false }
     private let database: any DatabaseWriter
 
     /// Opens (creating if needed) the catalog at `path` and migrates it to the current schema.
@@ -271,6 +273,33 @@ public final class Catalog: RecordingCatalog, Sendable {
     public func tracks(sessionID: String) throws(CatalogError) -> [TrackRecord] {
         try read("list tracks of session \(sessionID)") { db in
             try TrackRecord.fetchAll(db, sql: "SELECT * FROM tracks WHERE sessionID = ? ORDER BY trackID", arguments: [sessionID])
+        }
+    }
+
+    // MARK: Uploads
+
+    func recordingsAwaitingUpload(limit: Int) throws(CatalogError) -> [RecordingRecord] {
+        try read("list recordings awaiting upload") { db in
+            try RecordingRecord.fetchAll(db, sql: """
+                SELECT r.* FROM recordings r JOIN sessions s ON s.id = r.sessionID
+                WHERE r.status <> ? AND (s.serverID = ? OR s.serverID IS NULL)
+                  AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u.recordingID = r.id)
+                ORDER BY r.createdAt, r.sessionID, r.segmentIndex LIMIT ?
+                """, arguments: [RecordingStatus.recording.rawValue, serverID, max(0, limit)])
+        }
+    }
+
+    func recordUpload(_ upload: UploadRecord) throws(CatalogError) {
+        try write("record the upload of \(upload.recordingID)") { db in try upload.upsert(db) }
+    }
+
+    public func upload(recordingID: String) throws(CatalogError) -> UploadRecord? {
+        try read("read the upload of \(recordingID)") { db in try UploadRecord.fetchOne(db, key: recordingID) }
+    }
+
+    func deleteUpload(recordingID: String) throws(CatalogError) {
+        try write("delete the upload of \(recordingID)") { db in
+            try db.execute(sql: "DELETE FROM uploads WHERE recordingID = ?", arguments: [recordingID])
         }
     }
 

@@ -53,6 +53,29 @@ public struct SessionRecord: Codable, Sendable, Equatable {
     }
 }
 
+/// A recording's copy in object storage: written once the upload is complete and checked
+/// (size and multipart ETag, `S3Client.uploadFile`). Kept apart from `RecordingRecord`, whose
+/// rows the sessions rewrite from their files, so a rewrite never forgets an upload.
+public struct UploadRecord: Codable, Sendable, Equatable {
+    public var recordingID: String
+    /// The object's key in the bucket (with the store's prefix).
+    public var objectKey: String
+    /// The object's ETag as the store gave it, unquoted.
+    public var etag: String
+    public var sizeBytes: Int64
+    public var uploadedAt: Date
+    /// The local file was removed (policy `keepLocalCopy: false`); the object is the recording.
+    public var localRemoved: Bool
+    public init(recordingID: String, objectKey: String, etag: String, sizeBytes: Int64, uploadedAt: Date, localRemoved: Bool = false) {
+        self.recordingID = recordingID
+        self.objectKey = objectKey
+        self.etag = etag
+        self.sizeBytes = sizeBytes
+        self.uploadedAt = uploadedAt
+        self.localRemoved = localRemoved
+    }
+}
+
 /// One record-server of the fleet that shares a catalog, as its last heartbeat described it.
 public struct ServerRecord: Codable, Sendable, Equatable {
     public var id: String
@@ -179,6 +202,9 @@ protocol RecordingCatalog: Sendable {
     /// ``unfinishedSessions()`` and ``finishedSessionsWithStaleRows()`` return, so servers that
     /// share a catalog never resume or recover each other's.
     var serverID: String { get }
+    /// Whether other servers may use this catalog too (PostgreSQL): only then are heartbeats
+    /// written, and `GET /v1/servers` read from it.
+    var isShared: Bool { get }
 
     func recordAgentSeen(_ agent: AgentRecord) throws
     func agents() throws -> [AgentRecord]
@@ -211,6 +237,15 @@ protocol RecordingCatalog: Sendable {
     /// Finished recordings (any status but `recording`), oldest first: by `createdAt`, then
     /// session and segment. `offset` skips rows the caller decided to keep.
     func oldestFinishedRecordings(limit: Int, offset: Int) throws -> [RecordingRecord]
+
+    /// This server's finished recordings (any status but `recording`) that have no upload yet,
+    /// oldest first.
+    func recordingsAwaitingUpload(limit: Int) throws -> [RecordingRecord]
+    /// Inserts or replaces the upload of a recording.
+    func recordUpload(_ upload: UploadRecord) throws
+    func upload(recordingID: String) throws -> UploadRecord?
+    /// Removes the upload row (the caller deleted the object first); a missing row is fine.
+    func deleteUpload(recordingID: String) throws
 
     /// Inserts or replaces this server's row in the fleet table.
     func recordHeartbeat(_ server: ServerRecord) throws

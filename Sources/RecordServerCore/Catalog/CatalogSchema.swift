@@ -103,6 +103,19 @@ enum CatalogSchema {
                 );
                 """)
         }
+        // Recordings copied to object storage (issue 18), one row per uploaded file.
+        migrator.registerMigration("v5-uploads") { db in
+            try db.execute(sql: """
+                CREATE TABLE uploads (
+                    recordingID TEXT PRIMARY KEY NOT NULL,
+                    objectKey TEXT NOT NULL,
+                    etag TEXT NOT NULL,
+                    sizeBytes INTEGER NOT NULL,
+                    uploadedAt REAL NOT NULL,
+                    localRemoved INTEGER NOT NULL DEFAULT 0
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -11,6 +11,10 @@ extension ServerConfiguration {
         var dataDirectory: String?
         /// Replaces `catalog` (`sqlite` or a `postgresql://` URL).
         var catalog: String?
+        /// Replace `objectStore.url`, `.accessKeyFile`, `.secretKeyFile` (all three when the file has no `objectStore`).
+        var objectStore: String?
+        var objectStoreAccessKeyFile: String?
+        var objectStoreSecretKeyFile: String?
         var caCertificate: String?
         var certificate: String?
         var privateKey: String?
@@ -30,7 +34,8 @@ extension ServerConfiguration {
         init(listen: String? = nil, adminListen: String? = nil, dataDirectory: String? = nil, caCertificate: String? = nil,
                     certificate: String? = nil, privateKey: String? = nil, revocationList: String? = nil, adminToken: String? = nil,
                     adminTokenFile: String? = nil, insecurePlaintext: Bool? = nil, resumeWindowSeconds: Int? = nil, logLevel: String? = nil,
-                    webhooks: [String]? = nil, adminTLS: Bool? = nil, catalog: String? = nil) {
+                    webhooks: [String]? = nil, adminTLS: Bool? = nil, catalog: String? = nil, objectStore: String? = nil,
+                    objectStoreAccessKeyFile: String? = nil, objectStoreSecretKeyFile: String? = nil) {
             self.listen = listen
             self.adminListen = adminListen
             self.dataDirectory = dataDirectory
@@ -46,6 +51,9 @@ extension ServerConfiguration {
             self.webhooks = webhooks
             self.adminTLS = adminTLS
             self.catalog = catalog
+            self.objectStore = objectStore
+            self.objectStoreAccessKeyFile = objectStoreAccessKeyFile
+            self.objectStoreSecretKeyFile = objectStoreSecretKeyFile
         }
     }
 
@@ -109,6 +117,13 @@ extension ServerConfiguration {
         }
         if let value = overrides.dataDirectory { config.dataDirectory = absolute(value) }
         if let value = overrides.catalog { config.catalog = value }
+        if overrides.objectStore != nil || overrides.objectStoreAccessKeyFile != nil || overrides.objectStoreSecretKeyFile != nil {
+            var store = config.objectStore ?? ObjectStore(url: "", accessKeyFile: "", secretKeyFile: "")
+            if let value = overrides.objectStore { store.url = value }
+            if let value = overrides.objectStoreAccessKeyFile { store.accessKeyFile = absolute(value) }
+            if let value = overrides.objectStoreSecretKeyFile { store.secretKeyFile = absolute(value) }
+            config.objectStore = store
+        }
         if let value = overrides.caCertificate { config.tls.caCertificate = absolute(value) }
         if let value = overrides.certificate { config.tls.certificate = absolute(value) }
         if let value = overrides.privateKey { config.tls.privateKey = absolute(value) }

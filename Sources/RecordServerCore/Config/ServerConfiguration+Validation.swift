@@ -1,4 +1,5 @@
 import Foundation
+import ObjectStorage
 import RecordingTLS
 import Shared
 
@@ -47,6 +48,16 @@ extension ServerConfiguration {
             fail("dataDirectory", "must be an absolute path (got \"\(dataDirectory)\"), e.g. /var/lib/record-server")
         }
         do { _ = try CatalogLocation(parsing: catalog) } catch { fail("catalog", error.description) }
+        if let store = objectStore {
+            do { _ = try S3Location(parsing: store.url) } catch { fail("objectStore.url", error.description) }
+            if store.accessKeyFile.isEmpty || store.secretKeyFile.isEmpty {
+                fail("objectStore", "needs accessKeyFile and secretKeyFile (files holding the access key id and the secret key)")
+            } else {
+                do { _ = try S3Credentials.load(accessKeyFile: store.accessKeyFile, secretKeyFile: store.secretKeyFile) } catch {
+                    fail("objectStore.accessKeyFile", error.description)
+                }
+            }
+        }
 
         // Transport security.
         if !insecurePlaintext {

@@ -113,6 +113,25 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         }
     }
 
+    /// Recordings copied to an S3-compatible object store once finished (issue 18).
+    public struct ObjectStore: Codable, Sendable, Equatable {
+        /// `s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=REGION`.
+        public var url: String
+        /// Files whose first line is the access key id and the secret access key.
+        public var accessKeyFile: String
+        public var secretKeyFile: String
+        /// Keep the local file once its object is uploaded and verified (the default); false
+        /// removes it then, and the admin API serves the recording from the store.
+        public var keepLocalCopy = true
+
+        public init(url: String, accessKeyFile: String, secretKeyFile: String, keepLocalCopy: Bool = true) {
+            self.url = url
+            self.accessKeyFile = accessKeyFile
+            self.secretKeyFile = secretKeyFile
+            self.keepLocalCopy = keepLocalCopy
+        }
+    }
+
     /// Where the configuration file is looked for when none is named.
     static let defaultPath = "/etc/record-server/record-server.json"
 
@@ -124,6 +143,8 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     /// `sqlite` (the default: `catalog.sqlite` in the data directory) or a PostgreSQL URL,
     /// `postgresql://USER@HOST:PORT/DATABASE?password_file=PATH` (``CatalogLocation``).
     public var catalog = "sqlite"
+    /// Where finished recordings are uploaded; nil (the default) keeps them on this host only.
+    public var objectStore: ObjectStore?
     public var tls = TLS()
     /// A JSON file mapping bearer token → agent id; used only when
     /// `tls.requireClientCertificate` is false.
@@ -169,7 +190,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
     // MARK: Codable
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case ingest, admin, dataDirectory, catalog, tls, bearerTokens, insecurePlaintext, resumeWindowSeconds, fsync, fragmentSeconds,
+        case ingest, admin, dataDirectory, catalog, objectStore, tls, bearerTokens, insecurePlaintext, resumeWindowSeconds, fsync, fragmentSeconds,
              segment, maxSessions, maxSessionsPerAgent, partialFrameBudgetBytes, minFrameBytesPerSecond, sessionQueueBytes, readCoalescingMillis, failSessionOnTrackError, retention, shutdownGraceSeconds, logLevel,
              webhooks
     }
@@ -182,6 +203,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         admin = try c.decodeIfPresent(Admin.self, forKey: .admin) ?? d.admin
         dataDirectory = try c.decodeIfPresent(String.self, forKey: .dataDirectory) ?? d.dataDirectory
         catalog = try c.decodeIfPresent(String.self, forKey: .catalog) ?? d.catalog
+        objectStore = try c.decodeIfPresent(ObjectStore.self, forKey: .objectStore)
         tls = try c.decodeIfPresent(TLS.self, forKey: .tls) ?? d.tls
         bearerTokens = try c.decodeIfPresent(String.self, forKey: .bearerTokens)
         insecurePlaintext = try c.decodeIfPresent(Bool.self, forKey: .insecurePlaintext) ?? d.insecurePlaintext
@@ -217,6 +239,7 @@ public struct ServerConfiguration: Codable, Sendable, Equatable {
         try c.encode(admin, forKey: .admin)
         try c.encode(dataDirectory, forKey: .dataDirectory)
         try c.encode(catalog, forKey: .catalog)
+        try c.encode(objectStore, forKey: .objectStore)
         try c.encode(tls, forKey: .tls)
         try c.encode(bearerTokens, forKey: .bearerTokens)
         try c.encode(insecurePlaintext, forKey: .insecurePlaintext)
@@ -282,6 +305,19 @@ extension ServerConfiguration.Admin {
         try c.encode(token, forKey: .token)
         try c.encode(tokenFile, forKey: .tokenFile)
         try c.encode(tls, forKey: .tls)
+    }
+}
+
+extension ServerConfiguration.ObjectStore {
+    enum CodingKeys: String, CodingKey, CaseIterable { case url, accessKeyFile, secretKeyFile, keepLocalCopy }
+
+    public init(from decoder: any Decoder) throws {
+        try StrictDecoding.rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        url = try c.decode(String.self, forKey: .url)
+        accessKeyFile = try c.decode(String.self, forKey: .accessKeyFile)
+        secretKeyFile = try c.decode(String.self, forKey: .secretKeyFile)
+        keepLocalCopy = try c.decodeIfPresent(Bool.self, forKey: .keepLocalCopy) ?? true
     }
 }
 

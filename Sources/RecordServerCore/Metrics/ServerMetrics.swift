@@ -64,6 +64,12 @@ public final class ServerMetrics: IngestMetrics, Sendable {
     let catalogWriteFailures: Metrics.Counter
     /// `recordserver_capture_failures_total`: starts refused by an agent whose source cannot capture.
     let captureFailures: Metrics.Counter
+    /// `recordserver_uploads_total`, `recordserver_upload_bytes_total`, `recordserver_upload_failures_total`,
+    /// `recordserver_upload_seconds`: recordings copied to the object store (RecordingUploader).
+    let uploads: Metrics.Counter
+    let uploadBytes: Metrics.Counter
+    let uploadFailures: Metrics.Counter
+    let uploadLatency: Metrics.Timer
 
     // Labelled families. The label values that can occur are known up front (kinds, outcomes,
     // protocol codes), so their handles are made once here and looked up without locking.
@@ -101,6 +107,10 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         static let queueBytes = "recordserver_queue_bytes"
         static let catalogWriteFailures = "recordserver_catalog_write_failures_total"
         static let captureFailures = "recordserver_capture_failures_total"
+        static let uploads = "recordserver_uploads_total"
+        static let uploadBytes = "recordserver_upload_bytes_total"
+        static let uploadFailures = "recordserver_upload_failures_total"
+        static let uploadSeconds = "recordserver_upload_seconds"
         static let agentClockOffset = "recordserver_agent_clock_offset_seconds"
         static let agentClockDrift = "recordserver_agent_clock_drift_ppm"
         static let agentClockUncertainty = "recordserver_agent_clock_uncertainty_seconds"
@@ -155,6 +165,10 @@ public final class ServerMetrics: IngestMetrics, Sendable {
                                        "Catalog writes that failed (logged; the rows are reconciled from the files).")
         captureFailures = counter(Name.captureFailures,
                                   "Starts an agent refused because a camera or microphone could not capture (captureFailed).")
+        uploads = counter(Name.uploads, "Recordings copied to the object store and verified.")
+        uploadBytes = counter(Name.uploadBytes, "Bytes of recordings copied to the object store.")
+        uploadFailures = counter(Name.uploadFailures, "Uploads to the object store that failed (tried again later).")
+        uploadLatency = timer(Name.uploadSeconds, "Time to copy one recording to the object store and verify it.")
 
         var bytes: [String: Metrics.Counter] = [:]
         var samples: [String: Metrics.Counter] = [:]
@@ -229,6 +243,16 @@ public final class ServerMetrics: IngestMetrics, Sendable {
 
     func captureFailed() {
         captureFailures.increment()
+    }
+
+    func uploaded(bytes: Int64, seconds: Double) {
+        uploads.increment()
+        uploadBytes.increment(by: Int(bytes))
+        uploadLatency.recordNanoseconds(Int64(seconds * 1e9))
+    }
+
+    func uploadFailed() {
+        uploadFailures.increment()
     }
 
     /// One series per agent (agent ids are authenticated identities, so their number is the

@@ -29,7 +29,8 @@ extension SessionRegistry: AdminBackend {
         recordHeartbeat()
         let now = Date()
         do {
-            let servers = try catalog.servers().map { s in
+            let rows = catalog.isShared ? try catalog.servers() : [heartbeatRow()]
+            let servers = rows.map { s in
                 FleetServer(id: s.id, ingestAddress: s.ingestAddress, softwareVersion: s.softwareVersion, startedAt: s.startedAt,
                             heartbeatAt: s.heartbeatAt, alive: now.timeIntervalSince(s.heartbeatAt) <= FleetServer.silenceBeforeDown,
                             liveSessions: s.liveSessions, connectedAgents: s.connectedAgents)
@@ -176,6 +177,14 @@ extension SessionRegistry: AdminBackend {
                 logger.warning("could not remove the session directory", metadata: ["directory": "\(session.directory)", "error": "\(error)"])
             }
         }
+    }
+
+    func storedRecording(id: String) async throws(AdminError) -> UploadRecord? {
+        do { return try catalog.upload(recordingID: id) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
+    }
+
+    func forgetUpload(recordingID: String) async throws(AdminError) {
+        do { try catalog.deleteUpload(recordingID: recordingID) } catch { throw AdminError(.unavailable, "catalog: \(error)") }
     }
 
     func finishedRecordingFile(id: String) async throws(AdminError) -> String {

@@ -449,11 +449,18 @@ actor SessionRegistry {
     func session(_ id: SessionID) -> RecordingSession? { sessions[id] }
     var connectedAgentCount: Int { agents.count }
 
-    /// This server's row in the fleet table (every 5 s from housekeeping). A failed write is
-    /// logged and counted; the next heartbeat tries again.
-    func recordHeartbeat() {
-        let row = ServerRecord(id: catalog.serverID, ingestAddress: ingestAddress.withLockedValue { $0 }, softwareVersion: ServerVersion.current,
+    /// This server as its heartbeat describes it.
+    func heartbeatRow() -> ServerRecord {
+        ServerRecord(id: catalog.serverID, ingestAddress: ingestAddress.withLockedValue { $0 }, softwareVersion: ServerVersion.current,
                                startedAt: startedAt, heartbeatAt: Date(), liveSessions: liveSessionCount, connectedAgents: connectedAgentCount)
+    }
+
+    /// This server's row in the fleet table of a shared catalog (every 5 s from housekeeping;
+    /// an embedded catalog has no fleet to tell, and a write every 5 s would only churn it). A
+    /// failed write is logged and counted; the next heartbeat tries again.
+    func recordHeartbeat() {
+        guard catalog.isShared else { return }
+        let row = heartbeatRow()
         do { try catalog.recordHeartbeat(row) } catch {
             logger.warning("cannot record this server's heartbeat in the catalog; trying again in 5 s", metadata: ["error": "\(error)"])
             metrics.catalogWriteFailed()

@@ -71,8 +71,8 @@ extension AgentAndServerTests {
           arguments: ["sqlite", "postgresql"])
     func serverKilledThreeTimesMidRecordingStillEveryFrameExactlyOnce(_ backend: String) async throws {
         let fixture = try EndToEndFixture()
-        let postgres = backend == "postgresql" ? try TestPostgres.shared() : nil
-        let catalogURL = try postgres?.createDatabase() ?? "sqlite"
+        let postgres = backend == "postgresql" ? try await TestPostgres.shared() : nil
+        let catalogURL = try await postgres?.createDatabase() ?? "sqlite"
         let run = try await recordThroughServerRestarts(fixture, sessionID: "e2e-kill", seconds: 15, signal: SIGKILL, restarts: 3,
                                                         catalog: catalogURL)
         let kills = run.endings.filter { $0.0 == .uncaughtSignal && $0.1 == SIGKILL }.count
@@ -82,8 +82,8 @@ extension AgentAndServerTests {
         let file = try #require(run.file)
         if let postgres {
             let database = TestPostgres.database(of: catalogURL)
-            #expect(try postgres.psql(#"SELECT "status" FROM sessions WHERE "id" = 'e2e-kill'"#, database: database) == "completed")
-            #expect(try postgres.psql(#"SELECT "path" || ' ' || "status" FROM recordings WHERE "sessionID" = 'e2e-kill'"#, database: database)
+            #expect(try await postgres.psql(#"SELECT "status" FROM sessions WHERE "id" = 'e2e-kill'"#, database: database) == "completed")
+            #expect(try await postgres.psql(#"SELECT "path" || ' ' || "status" FROM recordings WHERE "sessionID" = 'e2e-kill'"#, database: database)
                     == file + " completed")
             #expect(!FileManager.default.fileExists(atPath: fixture.dataDirectory + "/catalog.sqlite"), "no SQLite catalog beside PostgreSQL")
         } else {

@@ -11,18 +11,18 @@ enum CatalogBackend: String, CaseIterable, Sendable, CustomTestStringConvertible
     var testDescription: String { rawValue }
 
     /// What `ServerConfiguration.catalog` says for a fresh catalog on this backend.
-    func configurationValue() throws -> String {
+    func configurationValue() async throws -> String {
         switch self {
         case .sqlite: "sqlite"
-        case .postgresql: try TestPostgres.shared().createDatabase()
+        case .postgresql: try await TestPostgres.shared().createDatabase()
         }
     }
 
     /// An empty catalog: SQLite in memory, or a fresh database in the test process's PostgreSQL.
-    func makeCatalog() throws -> any RecordingCatalog {
+    func makeCatalog() async throws -> any RecordingCatalog {
         switch self {
         case .sqlite: try Catalog.inMemory()
-        case .postgresql: try PostgresCatalog(address: PostgresCatalogAddress(parsing: TestPostgres.shared().createDatabase()),
+        case .postgresql: try PostgresCatalog(address: PostgresCatalogAddress(parsing: await TestPostgres.shared().createDatabase()),
                                               logger: quietLogger)
         }
     }
@@ -31,14 +31,14 @@ enum CatalogBackend: String, CaseIterable, Sendable, CustomTestStringConvertible
 extension CatalogBackend {
     /// Two catalogs of two servers on one store (an SQLite file, a PostgreSQL database), and
     /// what keeps the file's directory until the caller lets it go.
-    func makeSharedCatalogs(_ first: String, _ second: String) throws -> (any RecordingCatalog, any RecordingCatalog, TemporaryDirectory?) {
+    func makeSharedCatalogs(_ first: String, _ second: String) async throws -> (any RecordingCatalog, any RecordingCatalog, TemporaryDirectory?) {
         switch self {
         case .sqlite:
             let scratch = try TemporaryDirectory(prefix: "shared-catalog")
             let path = scratch.file("catalog.sqlite")
             return (try Catalog(path: path, serverID: first), try Catalog(path: path, serverID: second), scratch)
         case .postgresql:
-            let address = try PostgresCatalogAddress(parsing: TestPostgres.shared().createDatabase())
+            let address = try PostgresCatalogAddress(parsing: await TestPostgres.shared().createDatabase())
             return (try PostgresCatalog(address: address, serverID: first, logger: quietLogger),
                     try PostgresCatalog(address: address, serverID: second, logger: quietLogger), nil)
         }
@@ -49,9 +49,9 @@ let quietLogger = Logger(label: "catalog-tests") { _ in SwiftLogNoOpLogHandler()
 
 extension ServerFixture {
     /// A fixture whose server keeps its catalog on `backend` (a fresh database for PostgreSQL).
-    static func with(catalog backend: CatalogBackend) throws -> ServerFixture {
+    static func with(catalog backend: CatalogBackend) async throws -> ServerFixture {
         let fixture = try ServerFixture()
-        fixture.configuration.catalog = try backend.configurationValue()
+        fixture.configuration.catalog = try await backend.configurationValue()
         return fixture
     }
 

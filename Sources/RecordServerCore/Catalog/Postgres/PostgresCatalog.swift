@@ -9,6 +9,7 @@ import PostgresNIO
 public final class PostgresCatalog: RecordingCatalog, Sendable {
     let connection: PostgresCatalogConnection
     let serverID: String
+    var isShared: Bool { true }
 
     /// Connects, migrates the database to the current schema and keeps the connection.
     /// - Throws: `CatalogError` `.openFailed` (cannot connect or authenticate), `.newerSchema`,
@@ -184,6 +185,38 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
         try fetch("list tracks of session \(sessionID)", #"""
             SELECT \#(unescaped: PostgresCatalogRows.trackColumns) FROM tracks WHERE "sessionID" = \#(sessionID) ORDER BY "trackID"
             """#, PostgresCatalogRows.track)
+    }
+
+    // MARK: Uploads
+
+    func recordingsAwaitingUpload(limit: Int) throws(CatalogError) -> [RecordingRecord] {
+        let columns = PostgresCatalogRows.recordingColumns.split(separator: ",").map { "r." + $0.trimmingCharacters(in: .whitespaces) }
+            .joined(separator: ", ")
+        return try fetch("list recordings awaiting upload", #"""
+            SELECT \#(unescaped: columns) FROM recordings r JOIN sessions s ON s."id" = r."sessionID"
+            WHERE r."status" <> \#(RecordingStatus.recording.rawValue) AND (s."serverID" = \#(serverID) OR s."serverID" IS NULL)
+              AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u."recordingID" = r."id")
+            ORDER BY r."createdAt", r."sessionID", r."segmentIndex" LIMIT \#(Int64(max(0, limit)))
+            """#, PostgresCatalogRows.recording)
+    }
+
+    func recordUpload(_ u: UploadRecord) throws(CatalogError) {
+        try run("record the upload of \(u.recordingID)", """
+            INSERT INTO uploads ("recordingID", "objectKey", "etag", "sizeBytes", "uploadedAt", "localRemoved")
+            VALUES (\(u.recordingID), \(u.objectKey), \(u.etag), \(u.sizeBytes), \(Self.seconds(u.uploadedAt)), \(u.localRemoved))
+            ON CONFLICT ("recordingID") DO UPDATE SET "objectKey" = EXCLUDED."objectKey", "etag" = EXCLUDED."etag",
+                "sizeBytes" = EXCLUDED."sizeBytes", "uploadedAt" = EXCLUDED."uploadedAt", "localRemoved" = EXCLUDED."localRemoved"
+            """)
+    }
+
+    public func upload(recordingID: String) throws(CatalogError) -> UploadRecord? {
+        try fetch("read the upload of \(recordingID)", #"""
+            SELECT \#(unescaped: PostgresCatalogRows.uploadColumns) FROM uploads WHERE "recordingID" = \#(recordingID)
+            """#, PostgresCatalogRows.upload).first
+    }
+
+    func deleteUpload(recordingID: String) throws(CatalogError) {
+        try run("delete the upload of \(recordingID)", #"DELETE FROM uploads WHERE "recordingID" = \#(recordingID)"#)
     }
 
     // MARK: Servers

@@ -35,6 +35,13 @@ enum PostgresCatalogRows {
                              durableSequence: durableSequence, serverID: serverID)
     }
 
+    static let uploadColumns = #""recordingID", "objectKey", "etag", "sizeBytes", "uploadedAt", "localRemoved""#
+
+    static func upload(_ row: PostgresRow) throws -> UploadRecord {
+        let (id, key, etag, size, uploadedAt, removed) = try row.decode((String, String, String, Int64, Double, Bool).self)
+        return UploadRecord(recordingID: id, objectKey: key, etag: etag, sizeBytes: size, uploadedAt: date(uploadedAt), localRemoved: removed)
+    }
+
     static let serverColumns = #""id", "ingestAddress", "softwareVersion", "startedAt", "heartbeatAt", "liveSessions", "connectedAgents""#
 
     static func server(_ row: PostgresRow) throws -> ServerRecord {

@@ -108,6 +108,18 @@ enum PostgresCatalogSchema {
             )
             """,
         ]),
+        Migration(identifier: "v5-uploads", statements: [
+            """
+            CREATE TABLE uploads (
+                "recordingID" TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+                "objectKey" TEXT NOT NULL,
+                "etag" TEXT NOT NULL,
+                "sizeBytes" BIGINT NOT NULL,
+                "uploadedAt" DOUBLE PRECISION NOT NULL,
+                "localRemoved" BOOLEAN NOT NULL DEFAULT FALSE
+            )
+            """,
+        ]),
     ]
 
     /// Brings the database to the current schema (or, for tests of old databases, up to and
