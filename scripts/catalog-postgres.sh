@@ -9,6 +9,7 @@
 # Writes DIR/url (TCP, password file: what a record-server is given) and DIR/socket-url
 # (the superuser over the socket, trusted: what tests use to create databases).
 # PostgreSQL refuses to run as root: as root the cluster runs as the `postgres` OS user.
+# fsync is off (a test cluster's data is thrown away); CATALOG_POSTGRES_FSYNC=on for benchmarks.
 set -euo pipefail
 # The cluster outlives this script: it must not inherit what our caller left open (Foundation's
 # Process waits until every copy of its child's hidden descriptor is closed, so a test that
@@ -49,7 +50,7 @@ start)
     --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
     || { echo "$0: initdb failed; see $dir/initdb.log" >&2; exit 1; }
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 30 \
-    -o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null \
+    -o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=${CATALOG_POSTGRES_FSYNC:-off}" start >/dev/null \
     || { echo "$0: PostgreSQL did not start; see $dir/postgres.log" >&2; exit 1; }
   as_owner "$bin/psql" -h "$dir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -q \
     -c "CREATE ROLE recorder LOGIN PASSWORD '$password'" -c "CREATE DATABASE catalog OWNER recorder" >/dev/null

@@ -21,6 +21,13 @@ struct RGWThroughputTests {
             let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
             return String(format: "%.1f MB/s (%.2f s)", Double(size) / 1e6 / seconds, seconds)
         }
+        /// CPU seconds (user + system) of this process, or of its finished children.
+        func cpuSeconds(_ who: __rusage_who) -> Double {
+            var usage = rusage()
+            getrusage(__rusage_who_t(who.rawValue), &usage)
+            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        }
+        func perGB(_ cpu: Double) -> String { String(format: "%.2f CPU s per GB", cpu / (Double(size) / 1e9)) }
 
         // The first 100 MiB a fresh store receives go at a third of the speed of the next (seen:
         // 35 MB/s, then 117 MB/s for the same upload; RGW makes its data pool, the memstore OSD
@@ -28,11 +35,14 @@ struct RGWThroughputTests {
         _ = try await client.uploadFile(path: file.path, key: "warm-up.bin")
         for (round, (partSize, concurrency)) in [(8 << 20, 4), (16 << 20, 4), (8 << 20, 1), (8 << 20, 8)].enumerated() {
             let started = ContinuousClock.now
+            let cpuBefore = cpuSeconds(RUSAGE_SELF)
             let result = try await client.uploadFile(path: file.path, key: "bench-\(partSize)-\(concurrency)-\(round).bin", partSize: Int64(partSize),
                                                      concurrency: concurrency)
             let elapsed = ContinuousClock.now - started
+            // The test process runs nothing else while this suite runs alone (--filter).
+            let cpu = cpuSeconds(RUSAGE_SELF) - cpuBefore
             #expect(result.size == Int64(size))
-            print("bench figure: S3Client.uploadFile 100 MiB, \(partSize >> 20) MiB parts x\(concurrency): \(mbps(elapsed))")
+            print("bench figure: S3Client.uploadFile 100 MiB, \(partSize >> 20) MiB parts x\(concurrency): \(mbps(elapsed)), \(perGB(cpu))")
         }
         #expect(try await RGW.sha256(of: "bench-8388608-4-0.bin", client).sha256 == file.sha256)
 
@@ -49,12 +59,15 @@ struct RGWThroughputTests {
         _ = try await offPool { try runTool("aws", ["--version"]) }
         let startup = ContinuousClock.now - versionStarted
         let started = ContinuousClock.now
+        let childrenBefore = cpuSeconds(RUSAGE_CHILDREN)
         let output = try await offPool {
             try runProcess("/usr/bin/env", ["aws", "--endpoint-url", store.endpoint, "s3", "cp", "--no-progress", file.path,
                                             "s3://\(client.location.bucket)/aws.bin"], environment: environment)
         }
         let elapsed = ContinuousClock.now - started
         #expect(output.status == 0, "\(output.stderr)")
-        print("bench figure: aws s3 cp 100 MiB (8 MiB parts x10, its defaults): \(mbps(elapsed)); less its start (aws --version): \(mbps(elapsed - startup))")
+        let awsCPU = cpuSeconds(RUSAGE_CHILDREN) - childrenBefore
+        print("bench figure: aws s3 cp 100 MiB (8 MiB parts x10, its defaults): \(mbps(elapsed)), \(perGB(awsCPU)); "
+              + "less its start (aws --version): \(mbps(elapsed - startup))")
     }
 }
