@@ -157,6 +157,8 @@ public struct S3Client: Sendable {
         } catch {
             // The status alone is the error then.
         }
+        // A body that is not S3's XML (a proxy's HTML page, a cut-off read) is not an error of
+        // its own: the status and request id below still say what failed.
         if let root = try? S3XML.parse(bytes), let document = S3ErrorDocument(root) {
             return self.error(.server, operation, message: document.message, status: status, code: document.code,
                               requestID: document.requestID ?? headerRequestID)

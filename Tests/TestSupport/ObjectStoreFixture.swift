@@ -59,6 +59,7 @@ public final class ObjectStoreFixture: Sendable {
         // The test command starts the store before the tests (its start loads both cores for
         // seconds, enough to time out handshakes of tests running beside it) and names it here.
         if let given = ProcessInfo.processInfo.environment["OBJECT_STORE_DIR"],
+           // No endpoint file: the test command's start failed; start one here, which names why if it fails too.
            let endpoint = try? String(contentsOfFile: given + "/endpoint", encoding: .utf8) {
             return ObjectStoreFixture(directory: given, endpoint: endpoint.trimmingCharacters(in: .whitespacesAndNewlines), startSeconds: 0)
         }
@@ -71,9 +72,10 @@ public final class ObjectStoreFixture: Sendable {
         directoryToStop = directory
         atexit {
             guard let directory = ObjectStoreFixture.directoryToStop else { return }
+            // At exit nothing can report a failure; the script's watcher stops the store anyway.
             _ = try? runProcess("/bin/bash", [ObjectStoreFixture.script, "stop", directory])
             if ObjectStoreFixture.removeAtExit && ProcessInfo.processInfo.environment["KEEP_TEST_FILES"] == nil {
-                try? FileManager.default.removeItem(atPath: directory)
+                try? FileManager.default.removeItem(atPath: directory)  // As above; it is under /tmp.
             }
         }
         guard output.status == 0 else {

@@ -44,6 +44,7 @@ public final class TestPostgres: Sendable {
         directory = "/tmp/mcr-pg-\(getpid())"
         let script = BuiltProducts.repositoryRoot.appendingPathComponent("scripts/catalog-postgres.sh").path
         let output = try runProcess(script, ["start", directory])
+        // An unreadable port file means the script failed: the error below carries its output.
         guard output.status == 0, let port = Int((try? String(contentsOfFile: directory + "/port", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
             throw ToolError.failed("scripts/catalog-postgres.sh start \(directory) (install PostgreSQL 15 with: " +
