@@ -160,7 +160,7 @@ struct AdminRoutes: Sendable {
             return try await RecordingDownload(path: path, downloadName: id + ".mp4", threadPool: .singleton).response(to: request)
         } catch let error as AdminError where error.kind == .notFound {
             guard let store = objectStore, let upload = try await backend.storedRecording(id: id) else { throw error }
-            return try await RecordingDownload(source: ObjectDownloadSource(client: store.client, upload: upload), downloadName: id + ".mp4")
+            return try await RecordingDownload(source: ObjectDownloadSource(store: store, upload: upload), downloadName: id + ".mp4")
                 .response(to: request)
         }
     }

@@ -8,14 +8,8 @@ import ObjectStorage
 /// with a ranged GET and streamed through as it arrives. The validators are the upload's: its
 /// size, the store's ETag (which changes with any byte) and when it was uploaded.
 struct ObjectDownloadSource: RecordingDownloadSource {
-    let client: S3Client
+    let store: RecordingObjectStore
     let upload: UploadRecord
-
-    /// The key below the location's prefix (the client adds the prefix).
-    private var key: String {
-        let prefix = client.location.keyPrefix
-        return upload.objectKey.hasPrefix(prefix) ? String(upload.objectKey.dropFirst(prefix.count)) : upload.objectKey
-    }
 
     func validators() async throws -> RecordingDownload.Validators {
         RecordingDownload.Validators(size: upload.sizeBytes, eTag: "\"s3-\(upload.etag)\"",
@@ -23,7 +17,7 @@ struct ObjectDownloadSource: RecordingDownloadSource {
     }
 
     func body(_ ranges: [ClosedRange<Int64>], validators: RecordingDownload.Validators, parts: MultipartByteRanges?) -> ResponseBody {
-        let client = self.client, key = self.key, expectedETag = upload.etag
+        let client = store.client, key = store.relativeKey(upload.objectKey), expectedETag = upload.etag
         let length = parts?.totalLength ?? ranges.reduce(0) { $0 + $1.count }
         return ResponseBody(contentLength: length) { writer in
             for (index, range) in ranges.enumerated() {
