@@ -120,7 +120,7 @@ struct AgentConnection {
             channel.channel.triggerUserOutboundEvent(MessageBatchDecoderHandler.Authenticated(), promise: nil)
             try await outbound.write(.helloReply(HelloReply(
                 version: state.validator.negotiatedVersion ?? ProtocolVersion.current,
-                capabilities: hello.capabilities.intersection(.all), serverID: serverID,
+                capabilities: hello.capabilities.intersection(registry.offeredCapabilities), serverID: serverID,
                 softwareVersion: "record-server \(ServerVersion.current)", limits: limits.announced,
                 heartbeatIntervalMillis: Self.heartbeatInterval.wireMilliseconds, idleTimeoutMillis: idleTimeout.wireMilliseconds,
                 resumeWindowMillis: await registry.resumeWindow.wireMilliseconds)))
@@ -128,7 +128,7 @@ struct AgentConnection {
             await registry.agentConnected(.init(
                 connection: connection,
                 info: ConnectedAgentInfo(id: agent, address: address, softwareVersion: hello.softwareVersion, connectedAt: Date(), lastSeen: Date()),
-                capabilities: hello.capabilities.intersection(.all),
+                capabilities: hello.capabilities.intersection(registry.offeredCapabilities),
                 send: { message in try? await writer.write(message) }))
             logger.info("agent connected", metadata: ["version": "\(hello.softwareVersion)"])
             // The server's own heartbeats (protocol.md §6.3) are the clock model's probes, measure

@@ -42,6 +42,10 @@ actor SessionRegistry {
     private let maxSessionsPerAgent: Int
     /// Resume windows run on it (injected by tests; the continuous clock otherwise).
     nonisolated let clock: any ServerClock
+    /// What this server offers agents in its HelloReply (intersected with theirs): everything,
+    /// except the second acknowledgement level (`remoteAcks`) unless it ships recording
+    /// sessions to object storage while they record (``LiveShipper``).
+    nonisolated var offeredCapabilities: Capabilities { Capabilities.all.subtracting(.remoteAcks) }
     /// Every session not yet finished: recording, waiting for its agent to resume it, or
     /// found unfinished after a restart (dormant).
     private var sessions: [SessionID: RecordingSession] = [:]

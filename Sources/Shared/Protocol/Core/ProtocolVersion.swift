@@ -31,6 +31,12 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
     /// across agents. The server sends those fields only to an agent that announced this.
     public static let scheduledCommands = Capabilities(rawValue: 1 << 3)
 
+    /// Two acknowledgement levels (protocol.md §6.13a): `Ack` says durable on the server's
+    /// host, `RemoteAck` durable beyond it (object storage); the agent keeps every sample until
+    /// the second, so that another server can continue the session if this one's host is lost.
+    /// A server announces it only when it ships recordings to object storage.
+    public static let remoteAcks = Capabilities(rawValue: 1 << 4)
+
     /// Every capability defined by this version.
-    public static let all: Capabilities = [.resume, .dropReports, .serverCommands, .scheduledCommands]
+    public static let all: Capabilities = [.resume, .dropReports, .serverCommands, .scheduledCommands, .remoteAcks]
 }

@@ -18,6 +18,8 @@ public struct MessageType: RawRepresentable, Sendable, Hashable, CustomStringCon
     public static let ack = MessageType(rawValue: 0x21)
     public static let trackEnd = MessageType(rawValue: 0x22)
     public static let dropReport = MessageType(rawValue: 0x23)
+    /// Sent only when the `remoteAcks` capability is negotiated (protocol.md §6.13a).
+    public static let remoteAck = MessageType(rawValue: 0x24)
     public static let startSession = MessageType(rawValue: 0x30)
     public static let stopSession = MessageType(rawValue: 0x31)
     public static let cancelSession = MessageType(rawValue: 0x32)
@@ -29,7 +31,7 @@ public struct MessageType: RawRepresentable, Sendable, Hashable, CustomStringCon
         .sessionResume: .agentToServer, .sessionAccepted: .serverToAgent,
         .sessionClose: .agentToServer, .sessionCancel: .agentToServer,
         .sessionClosed: .serverToAgent, .sample: .agentToServer, .ack: .serverToAgent,
-        .trackEnd: .agentToServer, .dropReport: .agentToServer, .startSession: .serverToAgent,
+        .trackEnd: .agentToServer, .dropReport: .agentToServer, .remoteAck: .serverToAgent, .startSession: .serverToAgent,
         .stopSession: .serverToAgent, .cancelSession: .serverToAgent,
     ]
 

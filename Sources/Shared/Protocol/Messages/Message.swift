@@ -17,6 +17,8 @@ public enum Message: Sendable, Hashable {
     case ack(Ack)
     case trackEnd(TrackEnd)
     case dropReport(DropReport)
+    /// The second acknowledgement level (`remoteAcks` capability): durable beyond the server's host.
+    case remoteAck(Ack)
     case startSession(StartSession)
     case stopSession(StopSession)
     case cancelSession(CancelSession)
@@ -39,6 +41,7 @@ public enum Message: Sendable, Hashable {
         case .ack: .ack
         case .trackEnd: .trackEnd
         case .dropReport: .dropReport
+        case .remoteAck: .remoteAck
         case .startSession: .startSession
         case .stopSession: .stopSession
         case .cancelSession: .cancelSession
@@ -72,6 +75,7 @@ extension ByteBuffer {
         case .ack: message = .ack(try readAck())
         case .trackEnd: message = .trackEnd(try readTrackEnd(limits: limits))
         case .dropReport: message = .dropReport(try readDropReport())
+        case .remoteAck: message = .remoteAck(try readRemoteAck())
         case .startSession: message = .startSession(try readStartSession(limits: limits))
         case .stopSession: message = .stopSession(try readStopSession())
         case .cancelSession: message = .cancelSession(try readCancelSession(limits: limits))
@@ -96,7 +100,7 @@ extension ByteBuffer {
         case .sessionCancel(let m): try writeSessionCancel(m, limits: limits)
         case .sessionClosed(let m): writeSessionClosed(m)
         case .sample(let m): writeSample(m)
-        case .ack(let m): writeAck(m)
+        case .ack(let m), .remoteAck(let m): writeAck(m)
         case .trackEnd(let m): try writeTrackEnd(m, limits: limits)
         case .dropReport(let m): writeDropReport(m)
         case .startSession(let m): try writeStartSession(m, limits: limits)

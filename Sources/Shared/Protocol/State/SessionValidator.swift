@@ -221,7 +221,7 @@ public struct SessionValidator: Sendable {
                 return .ignoreEnded
             }
             return try stepInSession(message, session)
-        case .helloReply, .sessionAccepted, .sessionClosed, .ack, .startSession, .stopSession, .cancelSession:
+        case .helloReply, .sessionAccepted, .sessionClosed, .ack, .remoteAck, .startSession, .stopSession, .cancelSession:
             // Excluded by the direction check above.
             throw ProtocolError(.unexpectedMessage, "\(message.type) is not sent by agents")
         }
