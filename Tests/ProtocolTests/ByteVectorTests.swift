@@ -24,7 +24,7 @@ struct ByteVectorTests {
     func everyTypeCovered() {
         let covered = Set(Fixtures.all.map(\.message.type))
         #expect(covered == Set(MessageType.known.keys))
-        #expect(Fixtures.all.count == 20, "one per type, and the scheduled forms of StartSession and StopSession")
+        #expect(Fixtures.all.count == 21, "one per type, and the scheduled forms of StartSession and StopSession")
     }
 
     @Test("header layout: magic, version, type, flags, big-endian length")

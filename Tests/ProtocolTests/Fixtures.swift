@@ -34,6 +34,8 @@ enum Fixtures {
         track: 1, flags: .keyframe, sequence: 1, pts: 1_000_000_000, dts: 1_000_000_000, duration: 33_333_333,
         data: ByteBuffer(bytes: [0x00, 0x00, 0x00, 0x02, 0x65, 0x88])))
     static let ack = Message.ack(Ack(sessionID: "s1", sequence: 1))
+    /// Sent only with ``Capabilities/remoteAcks``.
+    static let remoteAck = Message.remoteAck(Ack(sessionID: "s1", sequence: 1))
     static let trackEnd = Message.trackEnd(TrackEnd(track: 2, reason: .endOfStream))
     static let dropReport = Message.dropReport(DropReport(track: 1, reason: .queueOverflow, count: 3))
     static let startSession = Message.startSession(StartSession(labels: [Label("take", "7")]))
@@ -60,6 +62,7 @@ enum Fixtures {
         ("Ack", ack, Vectors.ack),
         ("TrackEnd", trackEnd, Vectors.trackEnd),
         ("DropReport", dropReport, Vectors.dropReport),
+        ("RemoteAck", remoteAck, Vectors.remoteAck),
         ("StartSession", startSession, Vectors.startSession),
         ("StopSession", stopSession, Vectors.stopSession),
         ("StartSession (scheduled)", scheduledStartSession, Vectors.scheduledStartSession),

@@ -177,6 +177,15 @@ enum Vectors {
         02 73 31                                         # sessionID "s1"
         00 00 00 00 00 00 00 01                          # sequence 1
         """
+    static let remoteAck = """
+        4D 43 52 50                                      # magic "MCRP"
+        01                                               # version 1
+        24                                               # type 0x24 RemoteAck
+        00 00                                            # flags
+        00 00 00 0B                                      # payload length 11
+        02 73 31                                         # sessionID "s1"
+        00 00 00 00 00 00 00 01                          # sequence 1
+        """
     static let trackEnd = """
         4D 43 52 50                                      # magic "MCRP"
         01                                               # version 1
