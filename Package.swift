@@ -253,11 +253,12 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "TestSupport",
+                "CaptureAgentCore", "RecordServerCore", "RecordingTLS", "Shared", "MediaEncoding", "TestSupport", "ObjectStorage",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
     ],

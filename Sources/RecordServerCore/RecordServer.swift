@@ -23,6 +23,8 @@ public final class RecordServer: Sendable {
     private let admin: AdminServer?
     /// Where finished recordings are uploaded; nil without `objectStore`.
     private let objectStore: RecordingObjectStore?
+    /// Ships recording sessions to the object store while they record; nil without `objectStore`.
+    private let liveShipper: LiveShipper?
     /// Posts events to the configured webhook receivers; nil when there are none.
     private let webhooks: WebhookDispatcher?
     private let logger: Logger
@@ -64,16 +66,22 @@ public final class RecordServer: Sendable {
         ingest = IngestServer(host: configuration.ingest.host, port: configuration.ingest.port, tls: tls, authenticator: authenticator,
                               readCoalescing: .milliseconds(configuration.readCoalescingMillis), budgets: configuration.ingestBudgets)
 
-        objectStore = try configuration.objectStore.map { try RecordingObjectStore(configuration: $0, dataDirectory: configuration.dataDirectory) }
+        let objectStore = try configuration.objectStore.map { try RecordingObjectStore(configuration: $0, dataDirectory: configuration.dataDirectory) }
+        self.objectStore = objectStore
         let webhookTargets = try configuration.webhookTargets()
         webhooks = webhookTargets.isEmpty ? nil : WebhookDispatcher(targets: webhookTargets, metrics: metrics, logger: logger)
         let storage = self.storage
+        let metrics = self.metrics, logger = self.logger
+        let liveShipper = objectStore.map { LiveShipper(store: $0, clock: clock, metrics: metrics, logger: logger) }
+        self.liveShipper = liveShipper
         registry = SessionRegistry(catalog: catalog, settings: configuration.sessionSettings, maxSessions: configuration.maxSessions,
                                    maxSessionsPerAgent: configuration.maxSessionsPerAgent, metrics: metrics,
                                    logger: logger, dataDirectory: configuration.dataDirectory, clock: clock,
-                                   events: EventBroadcaster(sinks: webhooks.map { [$0] } ?? [])) { agentID, sessionID, date in
+                                   events: EventBroadcaster(sinks: webhooks.map { [$0] } ?? []), liveShipper: liveShipper) { agentID, sessionID, date in
             try storage.locate(agentID: agentID, sessionID: sessionID, date: date)
         }
+        let registry = self.registry
+        liveShipper?.setDelivery { agentID, connection, message in await registry.deliver(message, to: agentID, connection: connection) }
         if configuration.admin.enabled {
             var adminTLS: TLSConfiguration?
             if configuration.admin.tls {
@@ -131,6 +139,7 @@ public final class RecordServer: Sendable {
         if let objectStore {
             services.append(.init(service: RecordingUploader(store: objectStore, catalog: catalog, clock: registry.clock, metrics: metrics, logger: logger)))
         }
+        if let liveShipper { services.append(.init(service: liveShipper)) }
         services.append(.init(service: IngestService(ingest: ingest, registry: registry, metrics: metrics, logger: logger, ports: ports)))
         if let admin { services.append(.init(service: try admin.makeApplication())) }
         // Graceful shutdown runs in reverse order: housekeeping first suspends every session

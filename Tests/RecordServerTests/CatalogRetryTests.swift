@@ -69,6 +69,10 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
     func deleteUpload(recordingID: String) throws { try write { try real.deleteUpload(recordingID: recordingID) } }
     func recordHeartbeat(_ server: ServerRecord) throws { try write { try real.recordHeartbeat(server) } }
     func servers() throws -> [ServerRecord] { try real.servers() }
+    func claimSession(id: String, from owner: String?, leaseCutoff: Date, directory: String) throws -> Int? {
+        try write { try real.claimSession(id: id, from: owner, leaseCutoff: leaseCutoff, directory: directory) }
+    }
+    func sessionEpoch(id: String) throws -> Int { try real.sessionEpoch(id: id) }
     func totalRecordingBytes() throws -> Int64 { try real.totalRecordingBytes() }
     func oldestFinishedRecordings(limit: Int, offset: Int) throws -> [RecordingRecord] {
         try real.oldestFinishedRecordings(limit: limit, offset: offset)

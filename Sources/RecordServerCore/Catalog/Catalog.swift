@@ -313,6 +313,35 @@ public final class Catalog: RecordingCatalog, Sendable {
         try read("list servers") { db in try ServerRecord.order(Column("id")).fetchAll(db) }
     }
 
+    // MARK: Leases
+
+    func claimSession(id: String, from owner: String?, leaseCutoff: Date, directory: String) throws(CatalogError) -> Int? {
+        try write("take session \(id) over") { db -> Int? in
+            if let owner, let beat = try Double.fetchOne(db, sql: "SELECT heartbeatAt FROM servers WHERE id = ?", arguments: [owner]),
+               beat >= Self.seconds(leaseCutoff) { return nil }
+            guard let old = try String.fetchOne(db, sql: "SELECT directory FROM sessions WHERE id = ? AND serverID IS ?", arguments: [id, owner]) else {
+                return nil
+            }
+            try db.execute(sql: """
+                UPDATE sessions SET serverID = ?, directory = ?, status = ?, endedAt = NULL, error = NULL, durableSequence = NULL WHERE id = ?
+                """, arguments: [serverID, directory, RecordingStatus.recording.rawValue, id])
+            try db.execute(sql: """
+                UPDATE recordings SET path = ? || substr(path, ?) WHERE sessionID = ? AND substr(path, 1, ?) = ?
+                """, arguments: [directory, old.count + 1, id, old.count + 1, old + "/"])
+            try db.execute(sql: """
+                INSERT INTO session_leases (sessionID, epoch, claimedAt) VALUES (?, 1, ?)
+                ON CONFLICT(sessionID) DO UPDATE SET epoch = epoch + 1, claimedAt = excluded.claimedAt
+                """, arguments: [id, Self.seconds(Date())])
+            return try Int.fetchOne(db, sql: "SELECT epoch FROM session_leases WHERE sessionID = ?", arguments: [id])
+        }
+    }
+
+    func sessionEpoch(id: String) throws(CatalogError) -> Int {
+        try read("read the epoch of session \(id)") { db in
+            try Int.fetchOne(db, sql: "SELECT epoch FROM session_leases WHERE sessionID = ?", arguments: [id]) ?? 0
+        }
+    }
+
     // MARK: Plumbing
 
     private func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(CatalogError) -> T {

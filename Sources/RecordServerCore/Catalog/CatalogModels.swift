@@ -251,6 +251,16 @@ protocol RecordingCatalog: Sendable {
     func recordHeartbeat(_ server: ServerRecord) throws
     /// Every server that ever sent a heartbeat, by id.
     func servers() throws -> [ServerRecord]
+
+    /// Takes session `id` over from server `owner`, whose lease ran out (its last heartbeat is
+    /// before `leaseCutoff`, or it never sent one), in one transaction: the session becomes
+    /// this server's and `recording` again, its directory and its files' paths move to
+    /// `directory`, and its epoch grows by one. Returns the new epoch, or nil when the owner's
+    /// lease still runs or another server took the session first (the owner changed).
+    func claimSession(id: String, from owner: String?, leaseCutoff: Date, directory: String) throws -> Int?
+    /// How many times the session changed servers (0 for one that never did): it names the
+    /// session's fragments in object storage, so a later owner's win over an earlier one's.
+    func sessionEpoch(id: String) throws -> Int
 }
 
 extension RecordingCatalog {

@@ -116,6 +116,17 @@ enum CatalogSchema {
                 );
                 """)
         }
+        // Sessions another server took over when their owner's lease ran out (issue 18): how
+        // many times each changed servers, which names its fragments in object storage.
+        migrator.registerMigration("v6-session-leases") { db in
+            try db.execute(sql: """
+                CREATE TABLE session_leases (
+                    sessionID TEXT PRIMARY KEY NOT NULL,
+                    epoch INTEGER NOT NULL,
+                    claimedAt REAL NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -94,6 +94,8 @@ struct AgentConnection {
     struct ConnectionState {
         var validator = SessionValidator()
         var agentID: String?
+        /// What this server and the agent negotiated (HelloReply).
+        var capabilities: Capabilities = []
         var session: RecordingSession?
         /// This agent's part (lane) of `session`: 0, unless the session is across agents.
         var lane: UInt16 = 0
@@ -118,18 +120,22 @@ struct AgentConnection {
             logger[metadataKey: "agent"] = "\(agent)"
             // From now on the peer may send frames up to the full limit (MessageBatchDecoderHandler).
             channel.channel.triggerUserOutboundEvent(MessageBatchDecoderHandler.Authenticated(), promise: nil)
+            state.capabilities = hello.capabilities.intersection(registry.offeredCapabilities)
             try await outbound.write(.helloReply(HelloReply(
                 version: state.validator.negotiatedVersion ?? ProtocolVersion.current,
-                capabilities: hello.capabilities.intersection(registry.offeredCapabilities), serverID: serverID,
+                capabilities: state.capabilities, serverID: serverID,
                 softwareVersion: "record-server \(ServerVersion.current)", limits: limits.announced,
                 heartbeatIntervalMillis: Self.heartbeatInterval.wireMilliseconds, idleTimeoutMillis: idleTimeout.wireMilliseconds,
                 resumeWindowMillis: await registry.resumeWindow.wireMilliseconds)))
-            let writer = outbound
+            let nioChannel = channel.channel
             await registry.agentConnected(.init(
                 connection: connection,
                 info: ConnectedAgentInfo(id: agent, address: address, softwareVersion: hello.softwareVersion, connectedAt: Date(), lastSeen: Date()),
-                capabilities: hello.capabilities.intersection(registry.offeredCapabilities),
-                send: { message in try? await writer.write(message) }))
+                capabilities: state.capabilities,
+                // Through the channel, not the async writer: commands and RemoteAcks come from
+                // other tasks, which may run after this connection's writer is gone (writing
+                // to it then crashes); a write to a closed channel just fails.
+                send: { message in try? await nioChannel.writeAndFlush(message) }))
             logger.info("agent connected", metadata: ["version": "\(hello.softwareVersion)"])
             // The server's own heartbeats (protocol.md §6.3) are the clock model's probes, measure
             // the round trip and let the agent notice a silent server.
@@ -172,12 +178,13 @@ struct AgentConnection {
             let durable: UInt64
             do { durable = try await session.close(lane: state.lane) } catch {
                 // Finalizing failed (storage): the session is over all the same; say what is kept.
-                try await endSession(session, lane: state.lane, after: error, outbound: outbound)
+                try await endSession(session, state: state, after: error, outbound: outbound)
                 return
             }
             if await session.isFinished { await registry.sessionEnded(session) }
             do {
                 try await sendAck(durable, session: session, lane: state.lane, outbound: outbound)
+                try await answerRemotely(durable, session: session, state: state, outbound: outbound)
                 try await outbound.write(.sessionClosed(SessionClosed(sessionID: close.sessionID, outcome: .finalized, durableSequence: durable)))
             } catch {
                 await session.reconcileCatalog()
@@ -221,7 +228,7 @@ struct AgentConnection {
             // session that goes on.
             if !report.code.refusesCommandOnly, let session = state.session {
                 state.session = nil
-                try await endSession(session, lane: state.lane, after: ProtocolError(report.code, scope: .session, "the agent reported: \(report.message)"),
+                try await endSession(session, state: state, after: ProtocolError(report.code, scope: .session, "the agent reported: \(report.message)"),
                                      outbound: outbound, reportError: false)
             }
 
@@ -292,6 +299,16 @@ struct AgentConnection {
         try await withTaskExecutorPreference(StorageTaskExecutor.shared, operation: body)
     }
 
+    /// With `remoteAcks` negotiated, a `SessionClosed` says the samples it names are in object
+    /// storage (protocol.md §6.13a): waits until the live shipping has them, then says so with
+    /// the `RemoteAck` that precedes it.
+    private func answerRemotely(_ durable: UInt64, session: RecordingSession, state: ConnectionState,
+                                outbound: NIOAsyncChannelOutboundWriter<Message>) async throws {
+        guard state.capabilities.contains(.remoteAcks), durable > 0 else { return }
+        await session.waitUntilShipped(through: durable, lane: state.lane)
+        try await outbound.write(.remoteAck(Ack(sessionID: session.wireID(lane: state.lane), sequence: durable)))
+    }
+
     private func sendAck(_ sequence: UInt64, session: RecordingSession, lane: UInt16, outbound: NIOAsyncChannelOutboundWriter<Message>) async throws {
         try await outbound.write(.ack(Ack(sessionID: session.wireID(lane: lane), sequence: sequence)))
         metrics.ackSent()
@@ -315,20 +332,22 @@ struct AgentConnection {
         }
         state.session = nil
         state.validator.sessionEnded()
-        try await endSession(session, lane: state.lane, after: error, outbound: outbound)
+        try await endSession(session, state: state, after: error, outbound: outbound)
     }
 
     /// Ends `session` (across agents: this agent's part, `lane`) after a session-scoped error
     /// and tells the agent: the Error (unless the agent raised it), the final Ack, then
     /// `SessionClosed` with the durable point (0 when nothing was kept).
-    private func endSession(_ session: RecordingSession, lane: UInt16, after error: ProtocolError, outbound: NIOAsyncChannelOutboundWriter<Message>,
+    private func endSession(_ session: RecordingSession, state: ConnectionState, after error: ProtocolError, outbound: NIOAsyncChannelOutboundWriter<Message>,
                             reportError: Bool = true) async throws {
+        let lane = state.lane
         let durable = await session.end(after: error, lane: lane)
         await registry.sessionEnded(session)
         // A failed write means the connection is gone; the session is ended all the same.
         if reportError { try? await outbound.write(.error(ErrorReport(error, maxBytes: limits.maxStringBytes))) }
         do {
             if durable > 0 { try await sendAck(durable, session: session, lane: lane, outbound: outbound) }
+            try await answerRemotely(durable, session: session, state: state, outbound: outbound)
             try await outbound.write(.sessionClosed(SessionClosed(sessionID: session.wireID(lane: lane), outcome: .finalized, durableSequence: durable)))
         } catch {
             await session.reconcileCatalog()

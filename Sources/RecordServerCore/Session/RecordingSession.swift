@@ -75,6 +75,12 @@ actor RecordingSession {
     /// Files found without one durable fragment when the session failed: each goes once its
     /// row is gone (``removeEmptyRecording(_:)``); until then a catalog repair deletes them.
     var emptySegments: Set<Int> = []
+    /// What of the session is in object storage (``LiveShipper``); nil without an object store.
+    var shipping: ShippingLedger?
+    /// Whether the ``LiveShipper`` follows it: a finished session stays until shipped.
+    nonisolated var shipsLive: Bool { shippingEpoch != nil }
+    /// Its epoch in the catalog when it ships live (``ShippingLedger/epoch``).
+    nonisolated let shippingEpoch: Int?
     /// The base name of the session's files, for reopening them after a restart.
     private let baseName: String
     private var reportedQueueBytes = 0
@@ -92,23 +98,23 @@ actor RecordingSession {
     /// A session its agent has just opened, recording into `muxer`.
     init(id: SessionID, agentID: String, open: SessionOpen, directory: String, startedAt: Date, muxer: MP4Muxer,
                      connection: UInt64, catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings,
-                     metrics: IngestMetrics, logger: Logger) {
+                     metrics: IngestMetrics, logger: Logger, shippingEpoch: Int? = nil) {
         let member = SessionMember(agentID: agentID, wireID: id, lane: 0, open: open,
                                    sessionTracks: Dictionary(uniqueKeysWithValues: open.tracks.map { ($0.id, $0.id) }),
                                    attachment: .attached(connection: connection))
         self.init(id: id, members: [member], open: open, labels: Self.labels(of: open), directory: directory, baseName: muxer.configuration.baseName,
                   startedAt: startedAt, phase: .recording, muxer: muxer, catalog: catalog,
-                  events: events, settings: settings, metrics: metrics, logger: logger)
+                  events: events, settings: settings, metrics: metrics, logger: logger, shippingEpoch: shippingEpoch)
     }
 
     /// A session across agents, formed once every member opened its part (``SessionGroup``):
     /// `open` holds all their tracks under the session's track ids.
     init(id: SessionID, members: [SessionMember], open: SessionOpen, directory: String, startedAt: Date, muxer: MP4Muxer,
                      catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics,
-                     logger: Logger) {
+                     logger: Logger, shippingEpoch: Int? = nil) {
         self.init(id: id, members: members, open: open, labels: Self.labels(of: open), directory: directory,
                   baseName: muxer.configuration.baseName, startedAt: startedAt, phase: .recording, muxer: muxer, catalog: catalog,
-                  events: events, settings: settings, metrics: metrics, logger: logger)
+                  events: events, settings: settings, metrics: metrics, logger: logger, shippingEpoch: shippingEpoch)
     }
 
     /// A session the catalog lists as unfinished after a server restart: it waits for its
@@ -116,17 +122,20 @@ actor RecordingSession {
     /// recovery (``expire(as:)``).
     /// `members`: a session across agents' (from its sidecar), nil for a session of one agent.
     init(foundAfterRestart record: SessionRecord, id: SessionID, members: [SessionMember]?, baseName: String, deadline: ContinuousClock.Instant,
-                     catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
+                     catalog: any RecordingCatalog, events: EventBroadcaster, settings: SessionSettings, metrics: IngestMetrics, logger: Logger,
+                     shippingEpoch: Int? = nil) {
         let member = SessionMember(agentID: record.agentID, wireID: id, lane: 0, open: nil, sessionTracks: [:], attachment: .left)
         self.init(id: id, members: members ?? [member], open: nil, labels: record.labels, directory: record.directory, baseName: baseName,
                   startedAt: record.createdAt, phase: .dormant(deadline: deadline), muxer: nil, catalog: catalog,
-                  events: events, settings: settings, metrics: metrics, logger: logger)
+                  events: events, settings: settings, metrics: metrics, logger: logger, shippingEpoch: shippingEpoch)
     }
 
     private init(id: SessionID, members: [SessionMember], open: SessionOpen?, labels: [String: String], directory: String, baseName: String,
                  startedAt: Date, phase: Phase, muxer: MP4Muxer?, catalog: any RecordingCatalog, events: EventBroadcaster,
-                 settings: SessionSettings, metrics: IngestMetrics, logger: Logger) {
+                 settings: SessionSettings, metrics: IngestMetrics, logger: Logger, shippingEpoch: Int?) {
         self.id = id
+        self.shippingEpoch = shippingEpoch
+        shipping = shippingEpoch.map(ShippingLedger.init(epoch:))
         self.members = members
         agentID = members[0].agentID
         memberIDs = members.map { ($0.agentID, $0.wireID) }
@@ -238,6 +247,8 @@ actor RecordingSession {
             members[m].attachment = .detached(deadline: deadline)
         }
         phase = .recording
+        // What the bucket holds of it is looked up before anything ships (``LiveShipper``).
+        shipping?.fragmentDurable(file: (report.path as NSString).lastPathComponent, path: report.path, fileEnd: report.fileEnd, durable: report.durable)
         adoptFiles(through: report.segmentIndex)
         logger.notice("session resumed after a server restart", metadata: [
             "file": "\(report.path)", "samples_in_file": "\(report.samplesInFile)",
@@ -435,6 +446,10 @@ actor RecordingSession {
             case .fragmentDurable(let report):
                 metrics.fragmentWritten(bytes: report.byteCount, write: report.writeDuration, sync: report.syncDuration)
                 settleAcknowledged(report.durable)
+                if shipping != nil, let muxer {
+                    let path = muxer.configuration.path(forSegment: report.segmentIndex)
+                    shipping?.fragmentDurable(file: (path as NSString).lastPathComponent, path: path, fileEnd: report.fileEnd, durable: report.durable)
+                }
                 if recordedSegments.insert(report.segmentIndex).inserted { recordSegmentStarted(report.segmentIndex) }
             case .segmentCompleted(let summary):
                 recordSegment(summary, status: .completed)

@@ -34,9 +34,9 @@ actor SessionRegistry {
     nonisolated let startedAt = Date()
     /// Where agents connect (`host:port`, the port once bound), for the heartbeat.
     nonisolated let ingestAddress = NIOLockedValueBox("")
-    private let settings: SessionSettings
-    private let metrics: any IngestMetrics
-    private let locate: SessionLocator
+    let settings: SessionSettings
+    let metrics: any IngestMetrics
+    let locate: SessionLocator
     let logger: Logger
     private let maxSessions: Int
     private let maxSessionsPerAgent: Int
@@ -45,10 +45,16 @@ actor SessionRegistry {
     /// What this server offers agents in its HelloReply (intersected with theirs): everything,
     /// except the second acknowledgement level (`remoteAcks`) unless it ships recording
     /// sessions to object storage while they record (``LiveShipper``).
-    nonisolated var offeredCapabilities: Capabilities { Capabilities.all.subtracting(.remoteAcks) }
+    nonisolated var offeredCapabilities: Capabilities { liveShipper == nil ? Capabilities.all.subtracting(.remoteAcks) : .all }
+    /// Ships recording sessions' durable fragments to object storage while they record and
+    /// sends their agents `RemoteAck`s; nil without an object store.
+    nonisolated let liveShipper: LiveShipper?
+    /// How long a server's sessions stay its own after its last heartbeat in a shared catalog:
+    /// after that, another server may take them over (``takeOver(_:agentID:)``).
+    static let lease: Duration = .seconds(15)
     /// Every session not yet finished: recording, waiting for its agent to resume it, or
     /// found unfinished after a restart (dormant).
-    private var sessions: [SessionID: RecordingSession] = [:]
+    var sessions: [SessionID: RecordingSession] = [:]
     /// Finished sessions to ask, at the next sweep, whether their catalog rows still need
     /// writing (``RecordingSession/repairCatalog()``); kept until they do not.
     private var owingCatalog: [RecordingSession] = []
@@ -71,8 +77,9 @@ actor SessionRegistry {
 
     init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
                 metrics: any IngestMetrics, logger: Logger, dataDirectory: String, clock: any ServerClock = SystemServerClock(),
-                events: EventBroadcaster = EventBroadcaster(), locate: @escaping SessionLocator) {
+                events: EventBroadcaster = EventBroadcaster(), liveShipper: LiveShipper? = nil, locate: @escaping SessionLocator) {
         self.catalog = catalog
+        self.liveShipper = liveShipper
         self.events = events
         self.clock = clock
         self.dataDirectory = dataDirectory
@@ -204,8 +211,10 @@ actor SessionRegistry {
                                 createdAt: now, directory: location.directory)
         CatalogWrites.attempt("session \(row.id)", logger: logger, metrics: metrics) { try catalog.insertSession(row) }
         let session = RecordingSession(id: open.sessionID, members: members, open: open, directory: location.directory, startedAt: now,
-                                       muxer: muxer, catalog: catalog, events: events, settings: settings, metrics: metrics, logger: logger)
+                                       muxer: muxer, catalog: catalog, events: events, settings: settings, metrics: metrics, logger: logger,
+                                       shippingEpoch: liveShipper == nil ? nil : 0)
         register(session)
+        liveShipper?.follow(session)
         for member in members {
             for (token, waiter) in startWaiters where waiter.agentID == member.agentID { resolveStartWaiter(token, with: .opened(open.sessionID.value)) }
             updateAgent(member.agentID) { $0.captureFailure = nil }
@@ -233,6 +242,7 @@ actor SessionRegistry {
     func resumeNeedsClock(_ id: SessionID) -> Bool { sessions[id]?.isAcrossAgents ?? false }
 
     func resumeSession(_ id: SessionID, agentID: String, connection: UInt64, clock: ClockEstimator.Estimate? = nil) async throws(ProtocolError) -> ResumeOutcome {
+        if sessions[id] == nil { try await takeOver(id, agentID: agentID) }
         guard let session = sessions[id], let lane = session.lane(ofAgent: agentID, wireID: id) else {
             if let closed = finishedSessionAnswer(id, agentID: agentID) { return .alreadyClosed(closed) }
             throw ProtocolError(.unknownSession, "no session \(id) to resume for agent \(agentID) (never existed, finished, or expired)")
@@ -340,8 +350,11 @@ actor SessionRegistry {
                 logger.error("cannot read the members of an unfinished session across agents", metadata: ["session": "\(record.id)", "error": "\(error)"])
                 members = nil
             }
-            register(RecordingSession(foundAfterRestart: record, id: id, members: members, baseName: baseName, deadline: deadline,
-                                      catalog: catalog, events: events, settings: settings, metrics: metrics, logger: logger))
+            let session = RecordingSession(foundAfterRestart: record, id: id, members: members, baseName: baseName, deadline: deadline,
+                                           catalog: catalog, events: events, settings: settings, metrics: metrics, logger: logger,
+                                           shippingEpoch: liveShipper == nil ? nil : epoch(of: record.id))
+            register(session)
+            liveShipper?.follow(session)
             // Counted live while it waits: it ends either resumed-then-finished or recovered.
             metrics.sessionStarted()
             logger.notice("found an unfinished session from before the restart; waiting for its agent", metadata: ["session": "\(record.id)"])
@@ -435,7 +448,7 @@ actor SessionRegistry {
     }
 
     /// A session is found by its id and, across agents, by the id each agent opened its part with.
-    private func register(_ session: RecordingSession) {
+    func register(_ session: RecordingSession) {
         sessions[session.id] = session
         for member in session.memberIDs { sessions[member.wireID] = session }
     }
@@ -469,6 +482,21 @@ actor SessionRegistry {
             logger.warning("cannot record this server's heartbeat in the catalog; trying again in 5 s", metadata: ["error": "\(error)"])
             metrics.catalogWriteFailed()
         }
+    }
+
+    /// A session's epoch (``ShippingLedger/epoch``); 0 when the catalog cannot say (logged).
+    func epoch(of sessionID: String) -> Int {
+        do { return try catalog.sessionEpoch(id: sessionID) } catch {
+            logger.error("cannot read a session's epoch; shipping it as epoch 0", metadata: ["session": "\(sessionID)", "error": "\(error)"])
+            return 0
+        }
+    }
+
+    /// A `RemoteAck` (or another message) for `agentID` on `connection`, when that is still
+    /// its connection and it negotiated `remoteAcks` (``LiveShipper``).
+    func deliver(_ message: Message, to agentID: String, connection: UInt64) async {
+        guard let link = agents[agentID], link.connection == connection, link.capabilities.contains(.remoteAcks) else { return }
+        await link.send(message)
     }
 
     func liveSessionIDs() -> Set<String> { Set(allSessions().map(\.id.value)) }

@@ -65,6 +65,7 @@ final class TestAgent: @unchecked Sendable {
             if case .heartbeat = message { continue }  // the server's own (protocol.md §6.3)
             if case .startSession = message { startCommands += 1 }
             if skippingAcks, case .ack = message { continue }
+            if skippingAcks, case .remoteAck = message { continue }
             return message
         }
         return nil

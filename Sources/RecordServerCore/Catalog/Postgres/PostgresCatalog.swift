@@ -236,6 +236,46 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
         try fetch("list servers", #"SELECT \#(unescaped: PostgresCatalogRows.serverColumns) FROM servers ORDER BY "id""#, PostgresCatalogRows.server)
     }
 
+    // MARK: Leases
+
+    func claimSession(id: String, from owner: String?, leaseCutoff: Date, directory: String) throws(CatalogError) -> Int? {
+        let operation = "take session \(id) over"
+        let me = serverID
+        return try connection.withSession(operation) { (session) throws(CatalogError) -> Int? in
+            try session.transaction(operation) { () throws(CatalogError) -> Int? in
+                // Two servers claiming at once: the row lock makes the second see the first's owner.
+                let rows = try session.run(operation, #"""
+                    SELECT "directory" FROM sessions WHERE "id" = \#(id) AND "serverID" IS NOT DISTINCT FROM \#(owner) FOR UPDATE
+                    """#)
+                guard let old = try Self.decode(operation, rows, { try $0.decode(String.self) }).first else { return nil }
+                if let owner {
+                    let beats = try session.run(operation, #"SELECT "heartbeatAt" FROM servers WHERE "id" = \#(owner)"#)
+                    if let beat = try Self.decode(operation, beats, { try $0.decode(Double.self) }).first, beat >= Self.seconds(leaseCutoff) { return nil }
+                }
+                try session.run(operation, #"""
+                    UPDATE sessions SET "serverID" = \#(me), "directory" = \#(directory), "status" = \#(RecordingStatus.recording.rawValue),
+                        "endedAt" = NULL, "error" = NULL, "durableSequence" = NULL WHERE "id" = \#(id)
+                    """#)
+                try session.run(operation, #"""
+                    UPDATE recordings SET "path" = \#(directory) || substr("path", \#(old.count + 1))
+                    WHERE "sessionID" = \#(id) AND substr("path", 1, \#(old.count + 1)) = \#(old + "/")
+                    """#)
+                let epochs = try session.run(operation, #"""
+                    INSERT INTO session_leases ("sessionID", "epoch", "claimedAt") VALUES (\#(id), 1, \#(Self.seconds(Date())))
+                    ON CONFLICT ("sessionID") DO UPDATE SET "epoch" = session_leases."epoch" + 1, "claimedAt" = excluded."claimedAt"
+                    RETURNING "epoch"
+                    """#)
+                return try Self.decode(operation, epochs, { Int(try $0.decode(Int64.self)) }).first
+            }
+        }
+    }
+
+    func sessionEpoch(id: String) throws(CatalogError) -> Int {
+        try fetch("read the epoch of session \(id)", #"SELECT "epoch" FROM session_leases WHERE "sessionID" = \#(id)"#) {
+            Int(try $0.decode(Int64.self))
+        }.first ?? 0
+    }
+
     // MARK: Plumbing
 
     /// Runs one statement; returns how many rows it changed.
@@ -248,6 +288,10 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
 
     private func fetch<T>(_ operation: String, _ query: PostgresQuery, _ decode: (PostgresRow) throws -> T) throws(CatalogError) -> [T] {
         let rows = try connection.withSession(operation) { (session) throws(CatalogError) in try session.run(operation, query) }
+        return try Self.decode(operation, rows, decode)
+    }
+
+    private static func decode<T>(_ operation: String, _ rows: PostgresQueryResult, _ decode: (PostgresRow) throws -> T) throws(CatalogError) -> [T] {
         do { return try rows.map(decode) } catch {
             throw CatalogError(.corruptRow, "cannot \(operation): a row does not hold what the catalog writes", underlying: "\(error)")
         }

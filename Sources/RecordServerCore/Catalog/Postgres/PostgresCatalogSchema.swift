@@ -120,6 +120,15 @@ enum PostgresCatalogSchema {
             )
             """,
         ]),
+        Migration(identifier: "v6-session-leases", statements: [
+            """
+            CREATE TABLE session_leases (
+                "sessionID" TEXT COLLATE "C" PRIMARY KEY NOT NULL,
+                "epoch" BIGINT NOT NULL,
+                "claimedAt" DOUBLE PRECISION NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// Brings the database to the current schema (or, for tests of old databases, up to and

@@ -84,6 +84,12 @@ public final class MP4Muxer {
         ended = Array(repeating: false, count: prepared.count)
     }
 
+    /// The bytes every file starts with while it records (its `ftyp` and the placeholder that
+    /// finalizing in place turns into the `mdat` header): with them in front, a file's bytes up
+    /// to a fragment's ``FragmentReport/fileEnd``, read before or after it was finalized, are
+    /// the fragmented file a resume continues.
+    public static var fragmentedFileHead: [UInt8] { SegmentWriter.fragmentedHead }
+
     public struct ResumeReport: Sendable, Equatable {
         /// The file recording continues in.
         public var path: String
@@ -96,6 +102,8 @@ public final class MP4Muxer {
         public var durable: DurablePoints
         /// Bytes of a torn last fragment that were cut away.
         public var bytesDiscarded: UInt64
+        /// Where its last complete fragment ends: the file's size once the torn tail is cut.
+        public var fileEnd: UInt64 = 0
         /// Earlier segment files that had to be finalized on the way.
         public var recoveredSegments: [String]
     }
@@ -140,7 +148,7 @@ public final class MP4Muxer {
         muxer.ledger = SequenceLedger(resumingAt: state.durable, alreadyHeld: state.sequences)
         muxer.status = .running
         return (muxer, ResumeReport(path: writer.path, segmentIndex: last, samplesInFile: writer.sampleCount,
-                                    durable: state.durable, bytesDiscarded: state.bytesDiscarded,
+                                    durable: state.durable, bytesDiscarded: state.bytesDiscarded, fileEnd: writer.fileSize,
                                     recoveredSegments: recovered))
     }
 
@@ -382,7 +390,7 @@ public final class MP4Muxer {
         if segment.index == 0, sessionOrigin == nil { sessionOrigin = segment.info?.sessionOriginNanos }
         var report = FragmentReport(
             segmentIndex: segment.index, fragmentSequence: written.report.fragment, sampleCount: written.report.count,
-            byteCount: written.report.bytes, highestSequence: written.sequences.max() ?? 0,
+            byteCount: written.report.bytes, fileEnd: segment.fileSize, highestSequence: written.sequences.max() ?? 0,
             durable: DurablePoints(), writeDuration: written.report.write, syncDuration: written.report.sync)
         if configuration.durability == .fsyncWhenAsked {
             unsynced.append(WrittenFragment(report: report, sequences: written.sequences))

@@ -5,6 +5,9 @@ public struct FragmentReport: Sendable, Equatable {
     public var fragmentSequence: UInt32
     public var sampleCount: Int
     public var byteCount: Int
+    /// Where the fragment ends in its file: the file's bytes up to here hold it and every
+    /// fragment before it.
+    public var fileEnd: UInt64 = 0
     /// Highest input sequence number contained in this fragment.
     public var highestSequence: UInt64
     /// Every sample appended with a sequence at or below this is durable (the ack point), in

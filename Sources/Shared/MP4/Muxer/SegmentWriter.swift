@@ -35,6 +35,18 @@ final class SegmentWriter {
     static let placeholderOffset = UInt64(FileTypeBox.fragmented.size)
     static let placeholder = FreeSpaceBox(length: 8)
 
+    /// The first bytes of every file while it records: `ftyp` and the placeholder that
+    /// finalizing turns into the `mdat` header. Nothing else before the end of the last
+    /// fragment changes when a file is finalized in place, so a copy of a file taken while it
+    /// recorded, or after, with these bytes in front, is the fragmented file (``MP4Recovery``
+    /// and a resume continue it).
+    static var fragmentedHead: [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        FileTypeBox.fragmented.encode(into: &w)
+        placeholder.encode(into: &w)
+        return w.bytes
+    }
+
     init(index: Int, tracks: [PreparedTrack], configuration: MuxerConfiguration, sessionOrigin: Int64?) throws(MuxerError) {
         self.index = index
         path = configuration.path(forSegment: index)
@@ -45,11 +57,9 @@ final class SegmentWriter {
         pending = Array(repeating: [], count: tracks.count)
         lastDelta = Array(repeating: nil, count: tracks.count)
         file = try RandomAccessFile(path: path, mode: .createNew(mode: configuration.fileMode))
-        var w = ByteWriter(capacity: 64)
-        FileTypeBox.fragmented.encode(into: &w)
-        Self.placeholder.encode(into: &w)
-        try file.write(w.bytes, at: 0)
-        fileSize = UInt64(w.count)
+        let head = Self.fragmentedHead
+        try file.write(head, at: 0)
+        fileSize = UInt64(head.count)
         if configuration.durability == .fsyncWhenAsked {
             directoryUnsynced = true
         } else {

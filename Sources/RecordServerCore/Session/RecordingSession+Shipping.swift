@@ -1,0 +1,71 @@
+import Shared
+
+/// The session's side of live shipping (``LiveShipper``, ``ShippingLedger``): what to ship
+/// next, what is shipped, and the `RemoteAck`s that follow for its agents (protocol.md §6.13a).
+extension RecordingSession {
+    /// A `RemoteAck` for one member's agent, on the connection it is attached through.
+    struct RemoteAckDelivery: Sendable, Equatable {
+        var agentID: String
+        var connection: UInt64
+        var wireID: SessionID
+        var sequence: UInt64
+    }
+
+    var sidecarsShipped: Bool { shipping?.sidecarsShipped ?? true }
+
+    func markSidecarsShipped() { shipping?.sidecarsShipped = true }
+
+    var filesToLookUp: [String] { shipping?.filesToLookUp ?? [] }
+
+    func nextChunk() -> ShippingLedger.Chunk? { shipping?.nextChunk() }
+
+    /// The ledger's epoch (0 for a session that never changed servers).
+    var shippingEpochValue: Int { shipping?.epoch ?? 0 }
+
+    /// Finished, and nothing left to ship (or nothing to ship at all): the shipper lets it go.
+    var isDoneShipping: Bool {
+        guard let shipping else { return true }
+        return isFinished && shipping.isCaughtUp
+    }
+
+    /// After a resume: the bucket already holds `file` up to `end`.
+    func knownShipped(file: String, end: UInt64) -> [RemoteAckDelivery] {
+        shipping?.knownShipped(file: file, end: end)
+        return settleRemote()
+    }
+
+    /// `chunk` is in the bucket.
+    func shipped(_ chunk: ShippingLedger.Chunk) -> [RemoteAckDelivery] {
+        shipping?.shipped(chunk)
+        return settleRemote()
+    }
+
+    /// Waits until member `lane`'s samples through `through` are in object storage: what its
+    /// `SessionClosed` says once `remoteAcks` is negotiated. At once without live shipping.
+    func waitUntilShipped(through: UInt64, lane: UInt16) async {
+        let m = Int(lane)
+        guard shipping != nil, members.indices.contains(m), members[m].reportedRemoteAck < through else { return }
+        await withCheckedContinuation { members[m].remoteWaiters.append((through, $0)) }
+    }
+
+    /// Each member's remote point (never past its ack point, so never past a refused sample):
+    /// the `RemoteAck`s to send, and the closes waiting for it to answer.
+    private func settleRemote() -> [RemoteAckDelivery] {
+        guard let remote = shipping?.remote else { return [] }
+        var deliveries: [RemoteAckDelivery] = []
+        for m in members.indices {
+            let point = min(SequenceLane.local(remote[members[m].lane]), members[m].acknowledged)
+            guard point > members[m].reportedRemoteAck else { continue }
+            members[m].reportedRemoteAck = point
+            if case .attached(let connection) = members[m].attachment {
+                deliveries.append(RemoteAckDelivery(agentID: members[m].agentID, connection: connection, wireID: members[m].wireID, sequence: point))
+            }
+            let (ready, waiting) = members[m].remoteWaiters.reduce(into: ([CheckedContinuation<Void, Never>](), [(through: UInt64, continuation: CheckedContinuation<Void, Never>)]())) { acc, w in
+                if w.through <= point { acc.0.append(w.continuation) } else { acc.1.append(w) }
+            }
+            members[m].remoteWaiters = waiting
+            for continuation in ready { continuation.resume() }
+        }
+        return deliveries
+    }
+}

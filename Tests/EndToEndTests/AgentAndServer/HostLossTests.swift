@@ -1,0 +1,117 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOPosix
+import ObjectStorage
+@testable import RecordServerCore
+import RecordingTLS
+import Shared
+import Testing
+import TestSupport
+@testable import CaptureAgentCore
+
+/// Issue 18's host loss: three real record-server processes share a PostgreSQL catalog and a
+/// Ceph RGW bucket; two real capture agents record, each configured with all three servers.
+/// Mid-session the server holding one agent's session is killed with SIGKILL and its data
+/// directory deleted. The agent fails over; another server takes the session over from its
+/// live copy in the bucket once the lease ran out; the other agent's session is untouched.
+/// Both recordings, read back from the bucket, hold every frame exactly once, and the catalog
+/// says what the objects hold.
+@Suite("Host loss in a fleet of record-servers", .serialized,
+       .enabled(if: ObjectStoreFixture.enabled, "OBJECT_STORE_TESTS=1 (the test command sets it)"))
+struct HostLossTests {
+    static let seconds = 24.0
+    static let fps = 10
+    static let sources = ["front=test:320x240@\(fps)", "back=test:320x240@\(fps)", "tone=test:audio"]
+
+    @Test(.timeLimit(.minutes(6)))
+    func aServerKilledWithItsDiskDeletedMidSessionLosesNoFrame() async throws {
+        let fixture = try EndToEndFixture()
+        let store = try await ObjectStoreFixture.shared()
+        let bucket = ObjectStoreFixture.uniqueBucket("host-loss")
+        let catalogURL = try await TestPostgres.shared().createDatabase()
+        let objectStore = ServerConfiguration.ObjectStore(url: "s3://\(bucket)/fleet/?endpoint=\(store.endpoint)",
+                                                          accessKeyFile: store.accessKeyFile, secretKeyFile: store.secretKeyFile)
+        var servers: [ServerProcess] = []
+        for name in ["rec-1", "rec-2", "rec-3"] {
+            let server = try ServerProcess(fixture: fixture.server, name: name)
+            try server.reconfigure {
+                $0.dataDirectory = fixture.directory.path + "/" + name
+                $0.catalog = catalogURL
+                $0.objectStore = objectStore
+            }
+            try server.start()
+            servers.append(server)
+        }
+        defer { for server in servers { server.kill9() } }
+        for server in servers { try await server.waitUntilListening() }
+        let serverIDs = try await eventually("the servers' ids") { () -> [String]? in
+            let ids = servers.compactMap { try? ServerIdentity.load(dataDirectory: $0.configuration.dataDirectory) }
+            return ids.count == servers.count ? ids : nil
+        }
+        let catalog = try PostgresCatalog(address: PostgresCatalogAddress(parsing: catalogURL), logger: Logger(label: "host-loss"))
+
+        // Agent a starts on rec-1, agent b on rec-2; each knows all three.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        var runtimes: [AgentRuntime] = []
+        for (agent, first) in [("agent-a", 0), ("agent-b", 1)] {
+            var settings = try fixture.server.agentSettings(agentID: agent, port: servers[first].port, sources: Self.sources, record: true,
+                                                            sessionID: try Identifier(validating: "loss-\(agent)"), duration: Self.seconds)
+            settings.servers = (0..<3).map { i in
+                ServerAddress(host: "127.0.0.1", port: servers[(first + i) % 3].port, tlsHostname: nil)
+            }
+            runtimes.append(try AgentRuntime(settings: settings, logger: EndToEndFixture.logger, group: group))
+        }
+        let running = Task {
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                for runtime in runtimes { tasks.addTask { try await runtime.run() } }
+                try await tasks.waitForAll()
+            }
+        }
+
+        // A third of the way in, rec-1's host is lost: the process and its disk.
+        let onFirst = try await eventually("agent a's session on rec-1") { () -> SessionRecord? in
+            try catalog.session(id: "loss-agent-a").flatMap { $0.serverID == serverIDs[0] ? $0 : nil }
+        }
+        try await Task.sleep(for: .seconds(Self.seconds / 3))
+        let lostAt = ContinuousClock.now
+        servers[0].kill9()
+        try FileManager.default.removeItem(atPath: servers[0].configuration.dataDirectory)
+        let taken = try await eventually("another server to take agent a's session over", seconds: 90) { () -> SessionRecord? in
+            try catalog.session(id: "loss-agent-a").flatMap { $0.serverID != serverIDs[0] ? $0 : nil }
+        }
+        let failover = ContinuousClock.now - lostAt
+        #expect(taken.directory != onFirst.directory)
+        print("host-loss: session loss-agent-a taken over by \(taken.serverID ?? "?") \(failover) after rec-1 was killed")
+
+        try await running.value
+        try await group.shutdownGracefully()
+
+        // Every file of both sessions is uploaded as a finished object; read them from the bucket.
+        let s3 = S3Client(location: try S3Location(parsing: "s3://\(bucket)/?endpoint=\(store.endpoint)"),
+                          credentials: try S3Credentials.load(accessKeyFile: store.accessKeyFile, secretKeyFile: store.secretKeyFile),
+                          transport: HTTPClientTransport(client: HTTPClientTransport.makeHTTPClient(readTimeout: .seconds(60))))
+        let scratch = try TemporaryDirectory(prefix: "host-loss-objects")
+        for session in ["loss-agent-a", "loss-agent-b"] {
+            let row = try #require(try catalog.session(id: session))
+            #expect(row.status == .completed, "\(session): \(row.status) \(row.error ?? "")")
+            let files = try catalog.recordings(sessionID: session)
+            #expect(files.count == 1, "\(session): \(files.map(\.path))")
+            let tracks = try catalog.tracks(sessionID: session)
+            for var file in files {
+                let upload = try await eventually("\(file.id) to be uploaded", seconds: 60) { try catalog.upload(recordingID: file.id) }
+                file.path = try scratch.file(file.id + ".mp4", try await s3.getObject(key: upload.objectKey, maximumBytes: 1 << 30))
+                try Oracle.expectCatalogMatchesFile(file, tracks: tracks)
+                let drops = Dictionary(tracks.map { ($0.label, Int($0.dropped)) }, uniquingKeysWith: +)
+                let expected = Int(Self.seconds) * Self.fps
+                let frames = checkContiguousFrames(try DecodedRecording(path: file.path), expected: (expected - 2 * Self.fps)...(expected + Self.fps),
+                                                   drops: drops, context: "\(session) from the bucket")
+                let audio = try Oracle.streams(file.path).first { $0.handler == "tone" }?.packets ?? 0
+                print("host-loss: \(session) video frames per track \(frames) (expected about \(expected)), audio packets \(audio), "
+                      + "catalog samples \(tracks.map { "\($0.label)=\($0.samples)" }), reported drops \(drops)")
+            }
+        }
+        #expect(try catalog.session(id: "loss-agent-b")?.serverID == serverIDs[1], "agent b's session stayed on rec-2")
+        for server in servers.dropFirst() { server.terminate() }
+    }
+}
