@@ -13,7 +13,10 @@ extension Array where Element == AgentStateMachine.Action {
 
 @Suite("Agent protocol state machine, driven by server messages")
 struct AgentStateMachineTests {
-    static let reply = HelloReply(serverID: "rec-1", softwareVersion: "server/1.0", heartbeatIntervalMillis: 1000, idleTimeoutMillis: 5000)
+    /// A server without object storage, so without `remoteAcks`: an `Ack` frees (RemoteAckTests
+    /// has the servers that offer it).
+    static let reply = HelloReply(capabilities: Capabilities.all.subtracting(.remoteAcks), serverID: "rec-1", softwareVersion: "server/1.0",
+                                  heartbeatIntervalMillis: 1000, idleTimeoutMillis: 5000)
     let session: SessionID = "cam-a-s1"
     let tracks = [
         TrackDescriptor(id: 1, label: "front", timescale: 90000, format: .h264(H264Format(width: 64, height: 48, sequenceParameterSets: [[0x67, 1]], pictureParameterSets: [[0x68, 1]]))),

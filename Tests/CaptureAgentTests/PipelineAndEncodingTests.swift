@@ -227,7 +227,8 @@ struct PipelineAndEncodingTests {
         // Tests run from the package root.
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../deploy/capture-agent.example.json").standardized.path
         let file = try AgentConfigFile.load(path: path)
-        #expect(file.server != nil && file.agentID != nil)
+        #expect(file.agentID != nil)
+        #expect(try parseServerAddresses(file.servers ?? [], origin: "servers").count == 2, "the example shows a fleet of two")
         #expect(file.stopTimeoutSeconds == 30)
         for spec in file.sources ?? [] { _ = try SourceSpec.parse(spec) }
         let dir = try TemporaryDirectory(prefix: "capture-agent-tests")

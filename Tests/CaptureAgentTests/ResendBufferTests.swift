@@ -151,4 +151,75 @@ struct ResendBufferTests {
         buffer.resume(from: 1)
         #expect(buffer.drain().compactMap(\.sample).map { [$0.sequence, UInt64($0.pts)] } == [[2, 1], [3, 2]])
     }
+
+    // MARK: Two acknowledgement levels (protocol.md §6.13a)
+
+    @Test func anAckOfTheServersHostKeepsSamplesARemoteAckFreesThem() {
+        var buffer = ResendBuffer(limits: big)
+        for i in 0..<5 { _ = buffer.append(encoded(track: 1, pts: Int64(i), size: 100)) }
+        _ = buffer.drain()
+        buffer.acknowledge(4, .keep)
+        #expect(buffer.acknowledged == 4 && buffer.freedThrough == 0)
+        #expect(buffer.unacknowledgedCount == 5)
+        #expect(buffer.byteCount == 5 * 134)
+        buffer.acknowledge(2, .free)
+        #expect(buffer.acknowledged == 4, "a RemoteAck below the Ack point does not move it back")
+        #expect(buffer.freedThrough == 2 && buffer.unacknowledgedCount == 3 && buffer.byteCount == 3 * 134)
+        buffer.acknowledge(3, .keep)  // acks never go back
+        #expect(buffer.acknowledged == 4 && buffer.freedThrough == 2)
+        #expect(!buffer.isDrained, "sent but held until durable beyond the host")
+        buffer.acknowledge(5, .free)  // above the Ack point: an Ack too
+        #expect(buffer.acknowledged == 5 && buffer.freedThrough == 5)
+        #expect(buffer.byteCount == 0 && buffer.isDrained)
+    }
+
+    /// Another server took the session over with less than the lost host had acknowledged: the
+    /// agent resends from its point, the samples between the RemoteAck and the old Ack included,
+    /// each TrackEnd at its place, and frees nothing more than the RemoteAck did.
+    @Test func aResumeBelowTheHostsAckResendsWhatLiesAboveTheRemoteAck() {
+        var buffer = ResendBuffer(limits: big)
+        for i in 0..<3 { _ = buffer.append(encoded(track: 1, pts: Int64(i), fill: UInt8(i))) }
+        buffer.endTrack(TrackEnd(track: 1, reason: .endOfStream))
+        for i in 3..<6 { _ = buffer.append(encoded(track: 2, pts: Int64(i), fill: UInt8(i))) }
+        let first = buffer.drain()
+        #expect(first.compactMap(\.sample).map(\.sequence) == [1, 2, 3, 4, 5, 6])
+        buffer.acknowledge(5, .keep)
+        buffer.acknowledge(2, .free)
+
+        #expect(buffer.resume(from: 2, .keep) == .resending)
+        let resent = buffer.drain()
+        #expect(resent.map(\.message) == Array(first.suffix(5)).map(\.message), "3, the TrackEnd, 4, 5, 6: byte for byte")
+        #expect(buffer.acknowledged == 5, "the next resume still names the highest Ack")
+        #expect(buffer.freedThrough == 2 && buffer.unacknowledgedCount == 4)
+
+        // At 3 the TrackEnd (sent after 3) is still owed; past 4 it is not.
+        #expect(buffer.resume(from: 3, .keep) == .resending)
+        #expect(buffer.drain().map(\.message) == Array(first.suffix(4)).map(\.message))
+        #expect(buffer.resume(from: 4, .keep) == .resending)
+        #expect(buffer.drain().compactMap(\.sample).map(\.sequence) == [5, 6])
+    }
+
+    @Test func aResumeOnALinkWithoutRemoteAcksFreesThroughTheServersPoint() {
+        var buffer = ResendBuffer(limits: big)
+        for i in 0..<6 { _ = buffer.append(encoded(track: 1, pts: Int64(i))) }
+        _ = buffer.drain()
+        buffer.acknowledge(5, .keep)
+        buffer.acknowledge(1, .free)
+        #expect(buffer.resume(from: 4, .free) == .resending)
+        #expect(buffer.freedThrough == 4 && buffer.acknowledged == 5)
+        #expect(buffer.unacknowledgedCount == 2)
+        #expect(buffer.drain().compactMap(\.sample).map(\.sequence) == [5, 6])
+    }
+
+    /// A point below what was freed (a server that lost acknowledged data, §6.7) cannot be
+    /// resumed without a gap: the buffer says which samples are gone.
+    @Test func aResumeBelowWhatWasFreedNamesTheMissingSamples() {
+        var buffer = ResendBuffer(limits: big)
+        for i in 0..<6 { _ = buffer.append(encoded(track: 1, pts: Int64(i))) }
+        _ = buffer.drain()
+        buffer.acknowledge(4)
+        #expect(buffer.resume(from: 2) == .gap(missing: 3...4))
+        #expect(buffer.acknowledged == 4 && buffer.freedThrough == 4)
+        #expect(buffer.drain().compactMap(\.sample).map(\.sequence) == [5, 6])
+    }
 }

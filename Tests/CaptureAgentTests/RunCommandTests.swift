@@ -15,10 +15,12 @@ struct RunCommandTests {
         return fixture
     }
 
-    /// `certificate` names the PEM pair in the fixture's directory (`NAME.pem`, `NAME-key.pem`).
-    private func command(_ fixture: ServerFixture, _ extra: [String], certificate: String = "cam-e2e") throws -> RunCommand {
-        try RunCommand.parse([
-            "--server", "127.0.0.1:7443", "--ca", fixture.caPath,
+    /// `certificate` names the PEM pair in the fixture's directory (`NAME.pem`, `NAME-key.pem`);
+    /// `server` the `--server` flags' values (none: the config file's must serve).
+    private func command(_ fixture: ServerFixture, _ extra: [String], certificate: String = "cam-e2e",
+                         server: [String] = ["127.0.0.1:7443"]) throws -> RunCommand {
+        try RunCommand.parse(server.flatMap { ["--server", $0] } + [
+            "--ca", fixture.caPath,
             "--cert", fixture.directory + "/\(certificate).pem", "--key", fixture.directory + "/\(certificate)-key.pem",
             "--agent-id", "cam-e2e", "--source", "front=test:320x240@30",
         ] + extra)
@@ -75,5 +77,49 @@ struct RunCommandTests {
         #expect(settings.startupWarnings.first?.contains("expires on \(CertificateValidity.format(soon.notAfter)) (in 1 day)") == true,
                 "\(settings.startupWarnings)")
         #expect(try command(fixture, []).resolve().0.startupWarnings.isEmpty)
+    }
+
+    /// One address is as it always was; a list (commas, repeated flags, or the file's `server`
+    /// and `servers`) keeps its order, and each host is its own TLS name (none for IP literals).
+    @Test func serverAddressesComeAsOneAListOrRepeatedFlags() throws {
+        let fixture = try agentFixture()
+        #expect(try command(fixture, []).resolve().0.servers == [ServerAddress(host: "127.0.0.1", port: 7443, tlsHostname: nil)])
+        let listed = try command(fixture, [], server: ["rec-a.example:7443, rec-b.example", "[::1]:9000"]).resolve().0.servers
+        #expect(listed == [ServerAddress(host: "rec-a.example", port: 7443, tlsHostname: "rec-a.example"),
+                           ServerAddress(host: "rec-b.example", port: 7443, tlsHostname: "rec-b.example"),
+                           ServerAddress(host: "::1", port: 9000, tlsHostname: nil)])
+
+        let comma = try fixture.scratch.file("comma.json", Array(#"{"server": "10.0.0.1:7443,10.0.0.2:7443"}"#.utf8))
+        let array = try fixture.scratch.file("array.json", Array(#"{"servers": ["10.0.0.1:7443", "10.0.0.2:7443"]}"#.utf8))
+        let expected = [ServerAddress(host: "10.0.0.1", port: 7443, tlsHostname: nil), ServerAddress(host: "10.0.0.2", port: 7443, tlsHostname: nil)]
+        #expect(try command(fixture, ["--config", comma], server: []).resolve().0.servers == expected)
+        #expect(try command(fixture, ["--config", array], server: []).resolve().0.servers == expected)
+        // A flag wins over the file, as for every key.
+        #expect(try command(fixture, ["--config", array]).resolve().0.servers == [ServerAddress(host: "127.0.0.1", port: 7443, tlsHostname: nil)])
+    }
+
+    @Test(arguments: [
+        ("a.example:7443,,b.example:7443", #"entry 2 is empty"#),
+        ("a.example:7443,", #"entry 2 is empty"#),
+        ("a.example:7443,b.example:http", #"server "b.example:http": bad port"#),
+        ("a.example:7443,b.example:70000", "port 70000 is not 1…65535"),
+        ("a.example:7443,a.example", "a.example is listed twice"),
+    ])
+    func aBadServerListIsRefusedNamingTheEntry(text: String, expected: String) throws {
+        let fixture = try agentFixture()
+        let error = #expect(throws: ConfigError.self) { try command(fixture, [], server: [text]).resolve() }
+        #expect(error?.message.contains(expected) == true, "\(error?.message ?? "")")
+    }
+
+    @Test func aConfigFileWithBothServerKeysOrAnEmptyListIsRefused() throws {
+        let fixture = try agentFixture()
+        let both = try fixture.scratch.file("both.json", Array(#"{"server": "a.example", "servers": ["b.example"]}"#.utf8))
+        let empty = try fixture.scratch.file("empty.json", Array(#"{"servers": []}"#.utf8))
+        for (path, expected) in [(both, #"both "server" and "servers""#), (empty, #"config "servers": no server address"#)] {
+            let error = #expect(throws: ConfigError.self) { try command(fixture, ["--config", path], server: []).resolve() }
+            #expect(error?.message.contains(expected) == true, "\(error?.message ?? "")")
+        }
+        let none = #expect(throws: ConfigError.self) { try command(fixture, [], server: []).resolve() }
+        #expect(none?.message.contains("--server HOST:PORT is required") == true, "\(none?.message ?? "")")
     }
 }

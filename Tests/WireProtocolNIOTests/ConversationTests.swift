@@ -123,7 +123,9 @@ struct ServerEnd {
         let action = try validator!.validate(message)
         switch (message, action) {
         case (.hello(let hello), _):
-            return [.helloReply(HelloReply(version: validator!.negotiatedVersion!, capabilities: hello.capabilities.intersection(.all),
+            // Without remoteAcks, as record-server without object storage: its Acks free samples.
+            let offered = Capabilities.all.subtracting(.remoteAcks)
+            return [.helloReply(HelloReply(version: validator!.negotiatedVersion!, capabilities: hello.capabilities.intersection(offered),
                                            serverID: "rec-1", softwareVersion: "server/test"))]
         case (.sessionOpen(let open), _):
             opens += 1

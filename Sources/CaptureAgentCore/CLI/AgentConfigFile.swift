@@ -39,7 +39,10 @@ struct AgentConfigFile: Codable, Sendable, Equatable {
         enum CodingKeys: String, CodingKey, CaseIterable { case initialMillis, maxMillis }
     }
 
+    /// `HOST:PORT`, or several separated by commas (failover, as `servers`).
     var server: String?
+    /// The fleet's servers, tried in turn; instead of `server`.
+    var servers: [String]?
     var ca: String?
     var cert: String?
     var key: String?
@@ -59,7 +62,7 @@ struct AgentConfigFile: Codable, Sendable, Equatable {
     var logLevel: String?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case server, ca, cert, key, token, agentID, sources, record, sessionID, durationSeconds, labels
+        case server, servers, ca, cert, key, token, agentID, sources, record, sessionID, durationSeconds, labels
         case video, audio, buffer, reconnect, fastFiles, stopTimeoutSeconds, logLevel
     }
 
@@ -102,6 +105,30 @@ struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
     var message: String
     init(_ message: String) { self.message = message }
     var description: String { message }
+}
+
+/// Every address of `--server` (repeatable) or of the file's `server` / `servers`, in order:
+/// each text is one address or several separated by commas. `origin` names where they come
+/// from in messages. Empty entries and an address given twice are refused (a doubled one
+/// would be tried twice as often in the rotation, which nobody means).
+func parseServerAddresses(_ texts: [String], origin: String) throws(ConfigError) -> [(host: String, port: Int)] {
+    var addresses: [(host: String, port: Int)] = []
+    for text in texts {
+        let entries = text.split(separator: ",", omittingEmptySubsequences: false)
+        for (index, entry) in entries.enumerated() {
+            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else {
+                throw ConfigError("\(origin) \"\(text)\": entry \(index + 1) is empty; write HOST:PORT,HOST:PORT,…")
+            }
+            let address = try parseServerAddress(trimmed)
+            if addresses.contains(where: { $0 == address }) {
+                throw ConfigError("\(origin): \(trimmed) is listed twice")
+            }
+            addresses.append(address)
+        }
+    }
+    guard !addresses.isEmpty else { throw ConfigError("\(origin): no server address") }
+    return addresses
 }
 
 /// `HOST:PORT`, `HOST` (port 7443), `[IPv6]:PORT`.

@@ -44,11 +44,13 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             Sources (repeat --source): \(SourceSpec.usage)
             Flags override the values of --config FILE (JSON, see deploy/capture-agent.example.json).
+            Several servers (--server A:7443,B:7443, or --server repeated): each (re)connection tries the next one, so a session whose server's host is lost resumes on another server of the fleet.
             SIGINT/SIGTERM stop gracefully (tracks end, the session is closed and finalized; at most --stop-timeout seconds); a second one exits at once.
             """)
 
     @Option(help: "JSON configuration file; flags override it.") var config: String?
-    @Option(help: "record-server address, HOST:PORT (port defaults to 7443).") public var server: String?
+    @Option(help: "record-server address, HOST:PORT (port defaults to 7443); several, comma-separated or repeated, for failover (each connection attempt tries the next).")
+    public var server: [String] = []
     @Option(help: "CA certificate (PEM) that signed the server certificate.") public var ca: String?
     @Option(help: "This agent's client certificate (PEM).") public var cert: String?
     @Option(help: "This agent's private key (PEM).") public var key: String?
@@ -71,7 +73,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("opus-application"), help: "audio, voip or lowdelay.") public var opusApplication: String?
     @Option(name: .customLong("opus-complexity"), help: "Opus complexity 0…10 (default 10); lower it when a small CPU cannot encode every microphone in real time.")
     var opusComplexity: Int?
-    @Option(name: .customLong("buffer-mb"), help: "Resend buffer bound in MiB (default 512).") public var bufferMegabytes: Int?
+    @Option(name: .customLong("buffer-mb"), help: "Resend buffer bound in MiB (default 512); a sample stays until acknowledged (with object storage: until stored there).") public var bufferMegabytes: Int?
     @Option(name: .customLong("buffer-seconds"), help: "Resend buffer bound in seconds of media (default 300).") public var bufferSeconds: Double?
     @Option(name: .customLong("reconnect-initial-ms"), help: "First reconnect delay ceiling (default 250).") public var reconnectInitial: Int?
     @Option(name: .customLong("reconnect-max-ms"), help: "Largest reconnect delay ceiling (default 10000).") public var reconnectMax: Int?
@@ -136,8 +138,7 @@ struct RunCommand: AsyncParsableCommand {
     func resolve() throws(ConfigError) -> (AgentSettings, Logger.Level) {
         let file = try config.map { path throws(ConfigError) in try AgentConfigFile.load(path: path) } ?? AgentConfigFile()
 
-        guard let serverText = server ?? file.server else { throw ConfigError("--server HOST:PORT is required (or \"server\" in the config)") }
-        let (host, port) = try parseServerAddress(serverText)
+        let addresses = try serverAddresses(file)
         guard let caPath = ca ?? file.ca else { throw ConfigError("--ca CA.pem is required") }
         let certPath = cert ?? file.cert, keyPath = key ?? file.key
         let bearer = token ?? file.token
@@ -160,7 +161,14 @@ struct RunCommand: AsyncParsableCommand {
 
         let tls: TLSConfiguration
         do {
-            tls = try TLSConfigurations.client(caPEMPath: caPath, certificatePEMPath: certPath, privateKeyPEMPath: keyPath, serverHostname: host)
+            // One configuration serves every address (the name to verify goes to each
+            // connection's handler); building one for each other host checks it as a TLS name.
+            for address in addresses.dropFirst() {
+                _ = try TLSConfigurations.client(caPEMPath: caPath, certificatePEMPath: certPath, privateKeyPEMPath: keyPath,
+                                                 serverHostname: address.host)
+            }
+            tls = try TLSConfigurations.client(caPEMPath: caPath, certificatePEMPath: certPath, privateKeyPEMPath: keyPath,
+                                               serverHostname: addresses[0].host)
         } catch {
             throw ConfigError("TLS: \(error)")
         }
@@ -229,11 +237,12 @@ struct RunCommand: AsyncParsableCommand {
         guard let level = Logger.Level(rawValue: levelText) else { throw ConfigError("--log-level \"\(levelText)\" is not a swift-log level") }
 
         var settings = AgentSettings(
-            host: host, port: port, tls: tls, tlsHostname: TLSConfigurations.handlerHostname(for: host),
+            host: addresses[0].host, port: addresses[0].port, tls: tls, tlsHostname: addresses[0].tlsHostname,
             agentID: agent, bearerToken: bearer, sources: specs, video: video, audio: audio, bufferLimits: limits,
             backoff: ReconnectBackoff(initial: initial, maximum: maximum), record: record, sessionID: session,
             duration: durationValue, labels: labelSet, fastFiles: fastFiles || (file.fastFiles ?? false),
             stopTimeout: Int64(stopSeconds * 1e9))
+        settings.servers = addresses
         settings.certificateExpiry = validity?.notAfter
         settings.testSourcesOnWholeSeconds = testSourcesOnWholeSeconds
         if clockOffset != nil || clockDriftPPM != nil {
@@ -251,5 +260,19 @@ struct RunCommand: AsyncParsableCommand {
             settings.startupWarnings.append(warning)
         }
         return (settings, level)
+    }
+
+    /// The servers, from `--server` (every one given), else the file's `server` or `servers`;
+    /// each host is its own TLS name.
+    func serverAddresses(_ file: AgentConfigFile) throws(ConfigError) -> [ServerAddress] {
+        let parsed: [(host: String, port: Int)]
+        switch (server.isEmpty, file.server, file.servers) {
+        case (false, _, _): parsed = try parseServerAddresses(server, origin: "--server")
+        case (true, _?, _?): throw ConfigError("the config gives both \"server\" and \"servers\"; keep one (\"servers\" for a list)")
+        case (true, let text?, nil): parsed = try parseServerAddresses([text], origin: "config \"server\"")
+        case (true, nil, let list?): parsed = try parseServerAddresses(list, origin: "config \"servers\"")
+        case (true, nil, nil): throw ConfigError("--server HOST:PORT is required (or \"server\" / \"servers\" in the config)")
+        }
+        return parsed.map { ServerAddress(host: $0.host, port: $0.port, tlsHostname: TLSConfigurations.handlerHostname(for: $0.host)) }
     }
 }

@@ -9,11 +9,11 @@ import WireProtocolNIO
 
 /// Everything the running agent needs, whether it came from flags or a config file.
 public struct AgentSettings: Sendable {
-    public var host: String
-    public var port: Int
+    /// The record-servers to connect to, tried in turn (``ServerRotation``): one, or the
+    /// fleet's, for failover. Never empty. The initialiser's `host`, `port` and `tlsHostname`
+    /// make it a list of one; set this for more.
+    public var servers: [ServerAddress]
     public var tls: TLSConfiguration
-    /// Name given to the TLS handler (SNI and verification); nil for IP literals.
-    public var tlsHostname: String?
     public var agentID: Identifier
     public var bearerToken: String?
     public var sources: [SourceSpec]
@@ -57,10 +57,8 @@ public struct AgentSettings: Sendable {
                 backoff: ReconnectBackoff = .init(), record: Bool = false, sessionID: Identifier? = nil,
                 duration: Double? = nil, labels: [Label] = [], fastFiles: Bool = false,
                 videoQueueFrames: Int = 8, audioQueueChunks: Int = 25, stopTimeout: Int64 = 30_000_000_000) {
-        self.host = host
-        self.port = port
+        self.servers = [ServerAddress(host: host, port: port, tlsHostname: tlsHostname)]
         self.tls = tls
-        self.tlsHostname = tlsHostname
         self.agentID = agentID
         self.bearerToken = bearerToken
         self.sources = sources
@@ -107,6 +105,9 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
     private let sslContext: NIOSSLContext
     private var machine: AgentStateMachine
     private var channel: (any Channel)?
+    private var rotation: ServerRotation
+    /// The address of the current connection attempt (for error messages).
+    private var server: ServerAddress
     private var connection = 0
     private var connected = false
     private var capture = Capture.idle
@@ -162,6 +163,9 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
         self.logger = logger
         self.group = group
         self.eventLoop = group.next()
+        guard let first = settings.servers.first else { throw AgentRuntimeError("no record-server address given") }
+        self.rotation = ServerRotation(settings.servers)
+        self.server = first
         self.sslContext = try NIOSSLContext(configuration: settings.tls)
         self.machine = AgentStateMachine(
             configuration: .init(agentID: settings.agentID, softwareVersion: "capture-agent/1.0", bearerToken: settings.bearerToken,
@@ -226,8 +230,13 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
         connection += 1
         let id = connection
         let context = sslContext
-        let hostname = settings.tlsHostname
-        logger.info("connecting to \(settings.host):\(settings.port)")
+        // Each attempt goes to the next server: after a failure or a loss, another one of the
+        // fleet may hold (or take over) the session.
+        let (server, position) = rotation.nextAddress()
+        self.server = server
+        let hostname = server.tlsHostname
+        let count = rotation.addresses.count
+        logger.info("connecting to \(server)\(count > 1 ? " (server \(position) of \(count))" : "")")
         ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(10))
             .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
@@ -239,7 +248,7 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
                     try channel.pipeline.syncOperations.addHandler(MCRPClientHandler(connection: id, delegate: self))
                 }
             }
-            .connect(host: settings.host, port: settings.port)
+            .connect(host: server.host, port: server.port)
             .whenComplete { [self] result in
                 switch result {
                 case .success(let channel):
@@ -250,8 +259,8 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
                     self.channel = channel
                 case .failure(let error):
                     guard id == connection else { return }
-                    let failure = ConnectionFailure.describe(error, host: settings.host, port: settings.port,
-                                                     certificateExpiry: settings.certificateExpiry)
+                    let failure = ConnectionFailure.describe(error, host: server.host, port: server.port,
+                                                             certificateExpiry: settings.certificateExpiry)
                     if failure.kind == .permanent { return stopRefused(failure.message) }
                     logger.warning("cannot connect: \(failure.message)")
                     perform(machine.connectionLost(now: clock.now()))
@@ -292,8 +301,8 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
 
     func connectionError(_ error: any Error, connection id: Int) {
         guard id == connection else { return }
-        let failure = ConnectionFailure.describe(error, host: settings.host, port: settings.port,
-                                                     certificateExpiry: settings.certificateExpiry)
+        let failure = ConnectionFailure.describe(error, host: server.host, port: server.port,
+                                                 certificateExpiry: settings.certificateExpiry)
         if failure.kind == .permanent {
             // Stop once the connection is closed (connectionInactive), not in the middle of it.
             refusal = failure.message

@@ -223,34 +223,24 @@ public struct AgentStateMachine: Sendable {
         case .error(let report):
             return receivedError(report, now: now)
         case .sessionAccepted(let accepted):
-            guard var s = session, s.id == accepted.sessionID, s.phase == .opening || s.phase == .resuming else {
-                return protocolViolation(ProtocolError(.unexpectedMessage, "SessionAccepted for \(accepted.sessionID) was not asked for"), now: now)
-            }
-            let before = s.buffer.acknowledged
-            s.buffer.resume(from: accepted.acknowledged)
-            let resumed = s.phase == .resuming
-            s.phase = .open
-            var actions: [Action] = []
-            if resumed {
-                actions.append(.log(.info, "session \(s.id) resumed: server has 1...\(accepted.acknowledged) (we had an ack for \(before)); resending \(s.buffer.lastSequence - s.buffer.acknowledged) samples"))
-            } else {
-                actions.append(.log(.info, "session \(s.id) accepted"))
-            }
-            if let reason = s.cancelReason {
-                s.phase = .cancelling
-                session = s
-                actions.append(send(.sessionCancel(SessionCancel(sessionID: s.id, reason: reason)), now))
-                return actions
-            }
-            session = s
-            return actions
+            return sessionAccepted(accepted, now: now)
         case .ack(let ack):
             guard session?.id == ack.sessionID else { return [.log(.debug, "ack for another session \(ack.sessionID)")] }
             // In place: a copy of the session would copy its resend log (see `pump`).
-            session!.buffer.acknowledge(ack.sequence)
+            session!.buffer.acknowledge(ack.sequence, hostAckEffect)
             // At trace level so that an operator (or a fault test) can see exactly what the
             // server has promised is durable; one line per fragment, about one a second.
             return [.log(.trace, "session \(ack.sessionID) acknowledged through sequence \(ack.sequence)")]
+        case .remoteAck(let ack):
+            // §5: a feature the agent's side did not see negotiated is not to be used.
+            guard hostAckEffect == .keep else {
+                return protocolViolation(ProtocolError(.unexpectedMessage, "RemoteAck without the remoteAcks capability"), now: now)
+            }
+            guard session?.id == ack.sessionID else { return [.log(.debug, "remote ack for another session \(ack.sessionID)")] }
+            // Durable beyond the server's host: free (in place, as above). One above the Ack
+            // point counts as that Ack too (an Ack may be coalesced away, never contradicted).
+            session!.buffer.acknowledge(ack.sequence, .free)
+            return [.log(.trace, "session \(ack.sessionID) durable in object storage through sequence \(ack.sequence); freed")]
         case .sessionClosed(let closed):
             if endedByServer == closed.sessionID, session?.id != closed.sessionID {
                 endedByServer = nil
@@ -295,6 +285,49 @@ public struct AgentStateMachine: Sendable {
         }
     }
 
+    private mutating func sessionAccepted(_ accepted: SessionAccepted, now: Int64) -> [Action] {
+        guard var s = session, s.id == accepted.sessionID, s.phase == .opening || s.phase == .resuming else {
+            return protocolViolation(ProtocolError(.unexpectedMessage, "SessionAccepted for \(accepted.sessionID) was not asked for"), now: now)
+        }
+        let before = s.buffer.acknowledged
+        let outcome = s.buffer.resume(from: accepted.acknowledged, hostAckEffect)
+        let resumed = s.phase == .resuming
+        s.phase = .open
+        var actions: [Action] = []
+        if resumed {
+            actions.append(resumeLog(s, serverHas: accepted.acknowledged, lastAck: before, outcome))
+        } else {
+            actions.append(.log(.info, "session \(s.id) accepted"))
+        }
+        if let reason = s.cancelReason {
+            s.phase = .cancelling
+            session = s
+            actions.append(send(.sessionCancel(SessionCancel(sessionID: s.id, reason: reason)), now))
+            return actions
+        }
+        session = s
+        return actions
+    }
+
+    /// What a resume found, for the operator. A point below the last Ack is data loss only when
+    /// the samples after it were freed already; with `remoteAcks` they are held until their
+    /// RemoteAck, so a server that took the session over from a lost host may name a lower point
+    /// (protocol.md §6.13a) and nothing is missing.
+    private func resumeLog(_ s: Session, serverHas point: UInt64, lastAck: UInt64, _ outcome: ResendBuffer.ResumeOutcome) -> Action {
+        let resending = s.buffer.lastSequence - min(point, s.buffer.lastSequence)
+        switch outcome {
+        case .gap(let missing):
+            return .log(.error, "session \(s.id) resumed: server has 1...\(point), below the last acknowledgement (\(lastAck)); "
+                        + "samples \(missing.lowerBound)...\(missing.upperBound) were freed here and are lost: the session ends at the gap")
+        case .resending where point < lastAck:
+            return .log(.info, "session \(s.id) resumed: server has 1...\(point), below the last Ack (\(lastAck)), as after another "
+                        + "server took the session over; nothing is lost (freed only through \(s.buffer.freedThrough), the last RemoteAck); "
+                        + "resending \(resending) samples")
+        case .resending:
+            return .log(.info, "session \(s.id) resumed: server has 1...\(point) (we had an ack for \(lastAck)); resending \(resending) samples")
+        }
+    }
+
     private mutating func receivedError(_ report: ErrorReport, now: Int64) -> [Action] {
         if report.scope == .connection {
             return [.log(.error, "server closes the connection: \(report.code) \(report.message)"),
@@ -312,11 +345,12 @@ public struct AgentStateMachine: Sendable {
                     send(.sessionOpen(SessionOpen(sessionID: s.id, labels: s.labels, tracks: s.tracks)), now)]
         }
         // The server still holds the session on the connection this agent left (it has not
-        // yet seen that connection close: a server too busy to notice, a half-open link).
-        // Nothing is lost: keep every sample, leave, and resume again after the reconnect
-        // backoff, until the server drops the old connection (protocol.md §2, §6.7).
+        // yet seen that connection close: a server too busy to notice, a half-open link), or,
+        // in a fleet, another server's lease on it still runs (§6.13a). Nothing is lost: keep
+        // every sample, leave, and resume again after the reconnect backoff (on the next
+        // server of the list, if several), until the session is free (protocol.md §2, §6.7).
         if s.phase == .resuming, report.code == .sessionBusy {
-            return [.log(.warning, "server still holds session \(s.id) on the previous connection (\(report.message)); "
+            return [.log(.warning, "session \(s.id) is still held on a previous connection or by another server (\(report.message)); "
                          + "resuming again after a reconnect"),
                     .closeConnection(reason: "session \(s.id) still attached to the previous connection")]
         }
@@ -459,6 +493,16 @@ public struct AgentStateMachine: Sendable {
     }
 
     // MARK: Internals
+
+    /// What an `Ack` (and a resume's acknowledged point) does on this link. With `remoteAcks`
+    /// negotiated it says "on the server's host" only: the samples are kept until their
+    /// `RemoteAck`, for another server to have them resent if that host is lost (protocol.md
+    /// §6.13a). Decided per link: the next connection may reach a server without it.
+    private var hostAckEffect: ResendBuffer.AckEffect {
+        guard case .established(let reply) = link,
+              reply.capabilities.intersection(configuration.capabilities).contains(.remoteAcks) else { return .free }
+        return .keep
+    }
 
     private mutating func send(_ message: Message, _ now: Int64) -> Action {
         lastSent = now

@@ -7,9 +7,10 @@ import WireProtocol
 ///
 /// Two parts, in stream order:
 /// * the **log**: samples that have a sequence number (they were sent, possibly on a
-///   connection that has since died) and `TrackEnd`s. Nothing leaves it until the
-///   server acknowledges it; after a resume everything above the server's
-///   acknowledged point is sent again, byte for byte.
+///   connection that has since died) and `TrackEnd`s. Nothing leaves it until an
+///   acknowledgement that frees it (``AckEffect/free``: an `Ack`, or with the `remoteAcks`
+///   capability only a `RemoteAck`, protocol.md §6.13a); after a resume everything above
+///   the server's acknowledged point is sent again, byte for byte.
 /// * the **pending** queue: samples not sent yet (no sequence number), `TrackEnd`s, and
 ///   drop markers.
 ///
@@ -58,6 +59,17 @@ public struct ResendBuffer: Sendable {
         var droppedAny: Bool { !dropped.isEmpty }
     }
 
+    /// What an acknowledgement lets the buffer do with the samples it covers.
+    enum AckEffect: Sendable, Equatable {
+        /// Durable on the server's host only (`Ack` with `remoteAcks` negotiated): the point is
+        /// remembered for the next `SessionResume`, the samples are kept, because another
+        /// server taking the session over may have less than this host had (§6.13a).
+        case keep
+        /// Durable where any server of the fleet can read it (`RemoteAck`), or the only level
+        /// there is (`Ack` without `remoteAcks`): the samples are freed.
+        case free
+    }
+
     private enum LogEntry: Sendable {
         case sample(Sample)
         /// `after` = the last sequence number assigned when the track ended.
@@ -81,8 +93,12 @@ public struct ResendBuffer: Sendable {
     private var awaitingKeyframe: Set<UInt8> = []
     private var newestPTS: Int64?
 
-    /// Highest sequence number the server acknowledged.
+    /// Highest sequence number the server acknowledged (at either level): the
+    /// `lastAcknowledged` of the next `SessionResume`. Never goes back.
     public private(set) var acknowledged: UInt64 = 0
+    /// Highest sequence number freed (everything through it has left the log): the last
+    /// `RemoteAck` with `remoteAcks`, else the same as ``acknowledged``. Never above it.
+    public private(set) var freedThrough: UInt64 = 0
     /// Last sequence number assigned (0 = none yet). `SessionClose.finalSequence`.
     private(set) var lastSequence: UInt64 = 0
     /// Bytes currently held (samples of log and pending, with their headers).
@@ -95,7 +111,8 @@ public struct ResendBuffer: Sendable {
         self.videoTracks = videoTracks
     }
 
-    /// Samples held with a sequence number, awaiting acknowledgement.
+    /// Samples held with a sequence number, awaiting the acknowledgement that frees them
+    /// (with `remoteAcks`: samples the server's host has acknowledged count until their `RemoteAck`).
     public var unacknowledgedCount: Int {
         log.reduce(0) { n, e in if case .sample = e { n + 1 } else { n } }
     }
@@ -108,8 +125,10 @@ public struct ResendBuffer: Sendable {
     /// Something is waiting to be (re)sent.
     var hasOutgoing: Bool { cursor < log.count || !pending.isEmpty }
 
-    /// The server holds everything: nothing unacknowledged, nothing pending.
-    var isDrained: Bool { !hasOutgoing && acknowledged == lastSequence }
+    /// Everything was sent and freed: nothing held, nothing pending. For tests and logs only:
+    /// the session ends on `SessionClosed`, never on this, because with `remoteAcks` the
+    /// last samples are freed only by the `RemoteAck` that comes just before it (§6.13a).
+    var isDrained: Bool { !hasOutgoing && freedThrough == lastSequence }
 
     // MARK: Input
 
@@ -199,11 +218,51 @@ public struct ResendBuffer: Sendable {
 
     // MARK: Acknowledgement and resume
 
-    /// The server made everything up to `sequence` durable: free it.
-    mutating func acknowledge(_ sequence: UInt64) {
+    /// The server made everything up to `sequence` durable; `effect` says whether that frees it.
+    /// Acks never go back, and never pass what was sent.
+    mutating func acknowledge(_ sequence: UInt64, _ effect: AckEffect = .free) {
         let sequence = min(sequence, lastSequence)
-        guard sequence > acknowledged else { return }
-        acknowledged = sequence
+        acknowledged = max(acknowledged, sequence)
+        if effect == .free { free(through: sequence) }
+    }
+
+    /// What a resume found.
+    enum ResumeOutcome: Sendable, Equatable {
+        /// Everything above the server's point is held and will be sent again.
+        case resending
+        /// The server's point is below what was freed already: samples `missing` cannot be
+        /// sent again, and the server will refuse the gap (§6.7).
+        case gap(missing: ClosedRange<UInt64>)
+    }
+
+    /// After `SessionAccepted(acknowledged:)` on a new connection: records the server's point
+    /// (freeing through it with ``AckEffect/free``) and rewinds so that everything after it is
+    /// sent again, in order, each `TrackEnd` at its place. The point may lie below
+    /// ``acknowledged`` (another server took the session over, §6.13a): what lies between is
+    /// still held unless it was freed.
+    @discardableResult
+    mutating func resume(from serverAcknowledged: UInt64, _ effect: AckEffect = .free) -> ResumeOutcome {
+        acknowledge(serverAcknowledged, effect)
+        let point = min(serverAcknowledged, lastSequence)
+        if point < freedThrough {
+            cursor = 0
+            return .gap(missing: point + 1 ... freedThrough)
+        }
+        // The first entry the server lacks: a sample above its point, or a TrackEnd sent after
+        // its last sample (a TrackEnd followed by a sample it has arrived before that sample).
+        cursor = log.firstIndex { entry in
+            switch entry {
+            case .sample(let s): s.sequence > point
+            case .trackEnd(_, let after): after >= point
+            }
+        } ?? log.count
+        return .resending
+    }
+
+    /// Removes everything through `sequence` from the front of the log.
+    private mutating func free(through sequence: UInt64) {
+        guard sequence > freedThrough else { return }
+        freedThrough = sequence
         while let first = log.first {
             switch first {
             case .sample(let s) where s.sequence <= sequence:
@@ -218,13 +277,6 @@ public struct ResendBuffer: Sendable {
             log.removeFirst()
             cursor = max(0, cursor - 1)
         }
-    }
-
-    /// After `SessionAccepted(acknowledged:)` on a new connection: frees what the server
-    /// has and rewinds so that everything after it is sent again, in order.
-    mutating func resume(from serverAcknowledged: UInt64) {
-        acknowledge(serverAcknowledged)
-        cursor = 0
     }
 
     // MARK: Internals
