@@ -137,7 +137,8 @@ public final class RecordServer: Sendable {
         // First, so it stops last: the events of the stop itself are still posted.
         if let webhooks { services.append(.init(service: WebhookService(dispatcher: webhooks))) }
         if let objectStore {
-            services.append(.init(service: RecordingUploader(store: objectStore, catalog: catalog, clock: registry.clock, metrics: metrics, logger: logger)))
+            services.append(.init(service: RecordingUploader(store: objectStore, catalog: catalog, shipper: liveShipper, clock: registry.clock,
+                                                             metrics: metrics, logger: logger)))
         }
         if let liveShipper { services.append(.init(service: liveShipper)) }
         services.append(.init(service: IngestService(ingest: ingest, registry: registry, metrics: metrics, logger: logger, ports: ports)))
@@ -211,6 +212,7 @@ struct Housekeeping: Service {
                 // peers) goes back to the system within seconds, not at the next large free.
                 if ticks % 5 == 0 { _ = cmalloc_trim() }
                 if ticks % 5 == 0 { await registry.recordHeartbeat() }
+                if ticks % 5 == 2 { await registry.adoptOrphanedSessions() }
                 if ticks % Int(EventBroadcaster.keepAliveInterval.components.seconds) == 0 { registry.events.sendKeepAlive() }
                 ticks += 1
                 // Once a second: resume windows are a minute, and every tick wakes threads.

@@ -73,6 +73,7 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
         try write { try real.claimSession(id: id, from: owner, leaseCutoff: leaseCutoff, directory: directory) }
     }
     func sessionEpoch(id: String) throws -> Int { try real.sessionEpoch(id: id) }
+    func sessionsOfSilentServers(since cutoff: Date) throws -> [SessionRecord] { try real.sessionsOfSilentServers(since: cutoff) }
     func totalRecordingBytes() throws -> Int64 { try real.totalRecordingBytes() }
     func oldestFinishedRecordings(limit: Int, offset: Int) throws -> [RecordingRecord] {
         try real.oldestFinishedRecordings(limit: limit, offset: offset)

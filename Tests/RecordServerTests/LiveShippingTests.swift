@@ -93,7 +93,8 @@ struct LiveShippingTests {
         await agent.disconnect()
 
         // The finished file's fragments are the copy's: the copy, finalized by recovery, holds every sample.
-        let whole = try await rebuilt(s3, session: "s-live", file: "recording.mp4", into: try TemporaryDirectory(prefix: "whole-copy"))
+        let wholeScratch = try TemporaryDirectory(prefix: "whole-copy")
+        let whole = try await rebuilt(s3, session: "s-live", file: "recording.mp4", into: wholeScratch)
         _ = try MP4Recovery.recover(path: whole)
         try IngestTests().assertFile(whole, content: content)
     }
@@ -150,5 +151,45 @@ struct LiveShippingTests {
         try Oracle.expectCatalogMatchesFile(file, tracks: try catalog.tracks(sessionID: "s-moved"))
         // Every sample once, every picture once and in order, across the move.
         try IngestTests().assertFile(file.path, content: content)
+    }
+
+    @Test func aSilentServersSessionWhoseAgentNeverComesBackIsFinishedFromTheCopy() async throws {
+        let bucket = ObjectStoreFixture.uniqueBucket("orphan")
+        let a = try await ServerFixture.with(catalog: .postgresql)
+        let b = try ServerFixture()
+        b.configuration.catalog = a.configuration.catalog
+        b.configuration.resumeWindowSeconds = 2
+        try await configure(a, bucket: bucket)
+        try await configure(b, bucket: bucket)
+        let portA = try await a.start()
+        _ = try await b.start()
+        defer { Task { await b.stop() } }
+        let idB = try ServerIdentity.load(dataDirectory: b.dataDirectory)
+
+        let content = try SessionContent.make(sessionID: "s-orphan", seconds: 3)
+        let agent = try await a.connectAgent("agent-1", port: portA)
+        _ = try await agent.open(content.open)
+        for sample in content.samples { try await agent.send(.sample(sample)) }
+        let acks = try await waitForRemoteAck(agent, atLeast: 1)
+        // A and its disk are lost, and the agent never comes back.
+        await agent.disconnect()
+        await a.stop()
+        try FileManager.default.removeItem(atPath: a.dataDirectory)
+
+        let catalog = try b.serverCatalog()
+        let row = try await eventually("B to adopt and finish the session", seconds: 60) { () -> SessionRecord? in
+            try catalog.session(id: "s-orphan").flatMap { $0.serverID == idB && $0.status != .recording ? $0 : nil }
+        }
+        #expect(row.status == .recovered, "\(row)")
+        let file = try #require(try catalog.recordings(sessionID: "s-orphan").first)
+        let upload = try await eventually("the adopted recording to be uploaded") { try catalog.upload(recordingID: file.id) }
+        try Oracle.expectCatalogMatchesFile(try #require(try catalog.recording(id: file.id)), tracks: try catalog.tracks(sessionID: "s-orphan"))
+        let held = try Oracle.streams(file.path).map(\.packets).reduce(0, +)
+        #expect(UInt64(held) >= acks.remote, "everything A acknowledged remotely is in the finished file: \(held) < \(acks.remote)")
+        #expect(upload.sizeBytes > 0)
+        let live = try await client(bucket: bucket).listObjects(prefix: LiveFragmentKeys.sessionPrefix("s-orphan"))
+        #expect(try await eventually("the live copy to go once the file is uploaded") { () async throws -> Bool? in
+            try await client(bucket: bucket).listObjects(prefix: LiveFragmentKeys.sessionPrefix("s-orphan")).isEmpty ? true : nil
+        }, "\(live.count) live objects left")
     }
 }

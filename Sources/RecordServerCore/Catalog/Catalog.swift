@@ -336,6 +336,15 @@ public final class Catalog: RecordingCatalog, Sendable {
         }
     }
 
+    func sessionsOfSilentServers(since cutoff: Date) throws(CatalogError) -> [SessionRecord] {
+        try read("list the sessions of silent servers") { db in
+            try SessionRecord.fetchAll(db, sql: """
+                SELECT s.* FROM sessions s JOIN servers v ON v.id = s.serverID
+                WHERE s.status = ? AND s.serverID <> ? AND v.heartbeatAt < ? ORDER BY s.createdAt, s.id
+                """, arguments: [RecordingStatus.recording.rawValue, serverID, Self.seconds(cutoff)])
+        }
+    }
+
     func sessionEpoch(id: String) throws(CatalogError) -> Int {
         try read("read the epoch of session \(id)") { db in
             try Int.fetchOne(db, sql: "SELECT epoch FROM session_leases WHERE sessionID = ?", arguments: [id]) ?? 0

@@ -258,6 +258,9 @@ protocol RecordingCatalog: Sendable {
     /// `directory`, and its epoch grows by one. Returns the new epoch, or nil when the owner's
     /// lease still runs or another server took the session first (the owner changed).
     func claimSession(id: String, from owner: String?, leaseCutoff: Date, directory: String) throws -> Int?
+    /// Other servers' sessions still `recording` whose server has been silent since `cutoff`
+    /// (its last heartbeat is older): orphans, which another server finishes from object storage.
+    func sessionsOfSilentServers(since cutoff: Date) throws -> [SessionRecord]
     /// How many times the session changed servers (0 for one that never did): it names the
     /// session's fragments in object storage, so a later owner's win over an earlier one's.
     func sessionEpoch(id: String) throws -> Int

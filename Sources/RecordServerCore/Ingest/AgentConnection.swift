@@ -304,8 +304,8 @@ struct AgentConnection {
     /// the `RemoteAck` that precedes it.
     private func answerRemotely(_ durable: UInt64, session: RecordingSession, state: ConnectionState,
                                 outbound: NIOAsyncChannelOutboundWriter<Message>) async throws {
-        guard state.capabilities.contains(.remoteAcks), durable > 0 else { return }
-        await session.waitUntilShipped(through: durable, lane: state.lane)
+        guard state.capabilities.contains(.remoteAcks), durable > 0,
+              await session.waitUntilShipped(through: durable, lane: state.lane) else { return }
         try await outbound.write(.remoteAck(Ack(sessionID: session.wireID(lane: state.lane), sequence: durable)))
     }
 

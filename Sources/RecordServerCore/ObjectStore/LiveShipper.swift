@@ -41,6 +41,11 @@ final class LiveShipper: Service, Sendable {
         deliver.withLockedValue { $0 = send }
     }
 
+    /// Whether session `id` still has fragments to ship (or may get more: it records).
+    func isShipping(_ id: String) -> Bool {
+        followed.withLockedValue { $0.values.contains { $0.id.value == id } }
+    }
+
     /// Starts shipping `session` (a new one, or one resumed after a restart or a takeover).
     func follow(_ session: RecordingSession) {
         followed.withLockedValue { $0[ObjectIdentifier(session)] = session }
@@ -93,7 +98,15 @@ final class LiveShipper: Service, Sendable {
         }
         while let chunk = await session.nextChunk() {
             let started = clock.now
-            let bytes = try Self.read(chunk)
+            let bytes: [UInt8]
+            do { bytes = try Self.read(chunk) } catch where !FileManager.default.fileExists(atPath: chunk.path) {
+                // Deleted (through the admin API, or by hand): there is nothing left to copy,
+                // and trying every second would never end. What waits for the copy is answered.
+                logger.warning("object store: a recording file went away before it was shipped; live shipping of its session stops",
+                               metadata: ["session": "\(id)", "file": "\(chunk.path)"])
+                await session.abandonShipping()
+                return
+            }
             let epoch = await session.shippingEpochValue
             _ = try await store.client.putObject(key: LiveFragmentKeys.chunk(id, epoch: epoch, file: chunk.file, offset: chunk.from), bytes: bytes)
             metrics?.uploaded(bytes: Int64(bytes.count), seconds: (clock.now - started).milliseconds / 1000)

@@ -22,6 +22,9 @@ struct RecordingUploader: Service {
 
     let store: RecordingObjectStore
     let catalog: any RecordingCatalog
+    /// While it still ships a session's last fragments, that session's files wait: the copy
+    /// reads them, and `keepLocalCopy: false` would remove them under it.
+    var shipper: LiveShipper?
     let clock: any ServerClock
     let metrics: ServerMetrics
     let logger: Logger
@@ -67,7 +70,7 @@ struct RecordingUploader: Service {
         }
         var done = 0
         for recording in awaiting where done < Self.batch {
-            guard await failures.isDue(recording.id, now: clock.now) else { continue }
+            guard await failures.isDue(recording.id, now: clock.now), shipper?.isShipping(recording.sessionID) != true else { continue }
             done += 1
             do {
                 try await upload(recording)
@@ -102,6 +105,7 @@ struct RecordingUploader: Service {
         logger.notice("object store: recording uploaded", metadata: [
             "recording": "\(recording.id)", "key": "\(row.objectKey)", "bytes": "\(result.size)", "parts": "\(result.partCount)",
             "parts_resumed": "\(result.partsAlreadyStored)", "retries": "\(result.retries)"])
+        try await dropLiveCopy(ofSession: recording.sessionID)
         guard !store.keepLocalCopy else { return }
         let path = recording.path
         var removed = row
@@ -109,6 +113,26 @@ struct RecordingUploader: Service {
         try await StorageExecutor.pool.runIfActive { [removed] in
             try FileManager.default.removeItem(atPath: path)
             try catalog.recordUpload(removed)
+        }
+    }
+}
+
+extension RecordingUploader {
+    /// Once every file of a finished session is uploaded as a finished object, the live copy
+    /// of it (``LiveShipper``) has served its purpose: a server that takes the session over
+    /// would answer its agent from the catalog, not continue it. Its objects go.
+    func dropLiveCopy(ofSession sessionID: String) async throws {
+        let catalog = self.catalog
+        let finished = try await StorageExecutor.pool.runIfActive { () throws -> Bool in
+            guard let session = try catalog.session(id: sessionID), session.status != .recording else { return false }
+            for recording in try catalog.recordings(sessionID: sessionID) where try catalog.upload(recordingID: recording.id) == nil { return false }
+            return true
+        }
+        guard finished else { return }
+        let objects = try await store.client.listObjects(prefix: LiveFragmentKeys.sessionPrefix(sessionID))
+        for object in objects { try await store.client.deleteObject(key: object.key) }
+        if !objects.isEmpty {
+            logger.info("object store: live copy of a finished session removed", metadata: ["session": "\(sessionID)", "objects": "\(objects.count)"])
         }
     }
 }

@@ -40,12 +40,25 @@ extension RecordingSession {
         return settleRemote()
     }
 
+    /// Its files are gone before they were shipped: shipping stops, and closes waiting for
+    /// the copy are answered (no `RemoteAck` is sent for what was never copied).
+    func abandonShipping() {
+        shipping = nil
+        for m in members.indices {
+            let waiters = members[m].remoteWaiters
+            members[m].remoteWaiters = []
+            for waiter in waiters { waiter.continuation.resume(returning: false) }
+        }
+    }
+
     /// Waits until member `lane`'s samples through `through` are in object storage: what its
-    /// `SessionClosed` says once `remoteAcks` is negotiated. At once without live shipping.
-    func waitUntilShipped(through: UInt64, lane: UInt16) async {
+    /// `SessionClosed` says once `remoteAcks` is negotiated. Whether they are: false at once
+    /// without live shipping, or once it stopped (``abandonShipping()``).
+    func waitUntilShipped(through: UInt64, lane: UInt16) async -> Bool {
         let m = Int(lane)
-        guard shipping != nil, members.indices.contains(m), members[m].reportedRemoteAck < through else { return }
-        await withCheckedContinuation { members[m].remoteWaiters.append((through, $0)) }
+        guard shipping != nil, members.indices.contains(m) else { return false }
+        guard members[m].reportedRemoteAck < through else { return true }
+        return await withCheckedContinuation { members[m].remoteWaiters.append((through, $0)) }
     }
 
     /// Each member's remote point (never past its ack point, so never past a refused sample):
@@ -60,11 +73,9 @@ extension RecordingSession {
             if case .attached(let connection) = members[m].attachment {
                 deliveries.append(RemoteAckDelivery(agentID: members[m].agentID, connection: connection, wireID: members[m].wireID, sequence: point))
             }
-            let (ready, waiting) = members[m].remoteWaiters.reduce(into: ([CheckedContinuation<Void, Never>](), [(through: UInt64, continuation: CheckedContinuation<Void, Never>)]())) { acc, w in
-                if w.through <= point { acc.0.append(w.continuation) } else { acc.1.append(w) }
-            }
-            members[m].remoteWaiters = waiting
-            for continuation in ready { continuation.resume() }
+            let ready = members[m].remoteWaiters.filter { $0.through <= point }
+            members[m].remoteWaiters.removeAll { $0.through <= point }
+            for waiter in ready { waiter.continuation.resume(returning: true) }
         }
         return deliveries
     }

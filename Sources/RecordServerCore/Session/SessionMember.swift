@@ -37,7 +37,7 @@ struct SessionMember: Sendable {
     /// The last `RemoteAck` point sent to its agent (protocol.md §6.13a).
     var reportedRemoteAck: UInt64 = 0
     /// Its `SessionClose` (with `remoteAcks`) waits until what it closed at is in object storage.
-    var remoteWaiters: [(through: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    var remoteWaiters: [(through: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
     /// Its first sample's decode time on its agent's clock (the validator's span bound).
     var firstDTS: Int64?
     /// Its tracks (protocol ids) that have ended.

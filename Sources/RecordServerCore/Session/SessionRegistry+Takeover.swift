@@ -64,6 +64,27 @@ extension SessionRegistry {
             "session": "\(id)", "from_server": "\(owner)", "epoch": "\(epoch)", "directory": "\(location.directory)"])
     }
 
+    /// Sessions of servers silent for longer than the lease and a resume window together: their
+    /// agents did not come back to take them elsewhere. This server takes them over as if
+    /// their agents had asked; each then waits one resume window here and is finalized by
+    /// recovery from what its copy holds, and uploaded — nothing its server acknowledged
+    /// remotely stays behind in `live/` only. Called every few seconds by housekeeping.
+    func adoptOrphanedSessions() async {
+        guard liveShipper != nil, catalog.isShared else { return }
+        let cutoff = Date().addingTimeInterval(-Double((Self.lease + settings.resumeWindow).components.seconds))
+        let orphans: [SessionRecord]
+        do { orphans = try catalog.sessionsOfSilentServers(since: cutoff) } catch {
+            logger.warning("cannot look for sessions of silent servers in the catalog", metadata: ["error": "\(error)"])
+            return
+        }
+        for record in orphans {
+            guard let id = try? SessionID(validating: record.id), sessions[id] == nil else { continue } // a row no agent could name
+            do { try await takeOver(id, agentID: record.agentID) } catch {
+                logger.warning("cannot adopt a session of a silent server yet", metadata: ["session": "\(record.id)", "error": "\(error.message)"])
+            }
+        }
+    }
+
     /// Claims `record` from `owner` in the catalog; `sessionBusy` while the owner's lease runs
     /// or when another server claimed it first.
     private func claim(_ record: SessionRecord, owner: String, directory: String) throws(ProtocolError) -> Int {

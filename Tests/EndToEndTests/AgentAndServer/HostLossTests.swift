@@ -23,6 +23,8 @@ struct HostLossTests {
     static let seconds = 24.0
     static let fps = 10
     static let sources = ["front=test:320x240@\(fps)", "back=test:320x240@\(fps)", "tone=test:audio"]
+    /// For the whole test process, as AsyncHTTPClient wants (a client must be shut down before it goes).
+    static let http = HTTPClientTransport.makeHTTPClient(readTimeout: .seconds(60))
 
     @Test(.timeLimit(.minutes(6)))
     func aServerKilledWithItsDiskDeletedMidSessionLosesNoFrame() async throws {
@@ -90,7 +92,7 @@ struct HostLossTests {
         // Every file of both sessions is uploaded as a finished object; read them from the bucket.
         let s3 = S3Client(location: try S3Location(parsing: "s3://\(bucket)/?endpoint=\(store.endpoint)"),
                           credentials: try S3Credentials.load(accessKeyFile: store.accessKeyFile, secretKeyFile: store.secretKeyFile),
-                          transport: HTTPClientTransport(client: HTTPClientTransport.makeHTTPClient(readTimeout: .seconds(60))))
+                          transport: HTTPClientTransport(client: Self.http))
         let scratch = try TemporaryDirectory(prefix: "host-loss-objects")
         for session in ["loss-agent-a", "loss-agent-b"] {
             let row = try #require(try catalog.session(id: session))

@@ -257,8 +257,8 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
                         "endedAt" = NULL, "error" = NULL, "durableSequence" = NULL WHERE "id" = \#(id)
                     """#)
                 try session.run(operation, #"""
-                    UPDATE recordings SET "path" = \#(directory) || substr("path", \#(old.count + 1))
-                    WHERE "sessionID" = \#(id) AND substr("path", 1, \#(old.count + 1)) = \#(old + "/")
+                    UPDATE recordings SET "path" = \#(directory) || substr("path", \#(old.count + 1)::int)
+                    WHERE "sessionID" = \#(id) AND substr("path", 1, \#(old.count + 1)::int) = \#(old + "/")
                     """#)
                 let epochs = try session.run(operation, #"""
                     INSERT INTO session_leases ("sessionID", "epoch", "claimedAt") VALUES (\#(id), 1, \#(Self.seconds(Date())))
@@ -268,6 +268,15 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
                 return try Self.decode(operation, epochs, { Int(try $0.decode(Int64.self)) }).first
             }
         }
+    }
+
+    func sessionsOfSilentServers(since cutoff: Date) throws(CatalogError) -> [SessionRecord] {
+        let columns = PostgresCatalogRows.sessionColumns.split(separator: ",").map { "s." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+        return try fetch("list the sessions of silent servers", #"""
+            SELECT \#(unescaped: columns) FROM sessions s JOIN servers v ON v."id" = s."serverID"
+            WHERE s."status" = \#(RecordingStatus.recording.rawValue) AND s."serverID" <> \#(serverID) AND v."heartbeatAt" < \#(Self.seconds(cutoff))
+            ORDER BY s."createdAt", s."id"
+            """#, PostgresCatalogRows.session)
     }
 
     func sessionEpoch(id: String) throws(CatalogError) -> Int {

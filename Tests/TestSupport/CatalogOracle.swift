@@ -1,12 +1,11 @@
 import Foundation
 import RecordServerCore
 import Testing
-import TestSupport
 
 extension Oracle {
     /// The catalog says what the file holds: size, duration, per-track sample counts (by
     /// label, against ffprobe's packet counts), and no track left `active`.
-    static func expectCatalogMatchesFile(_ recording: RecordingRecord, tracks: [TrackRecord],
+    public static func expectCatalogMatchesFile(_ recording: RecordingRecord, tracks: [TrackRecord],
                                          sourceLocation: SourceLocation = #_sourceLocation) throws {
         let size = try FileManager.default.attributesOfItem(atPath: recording.path)[.size] as? Int64
         #expect(recording.sizeBytes == size, "catalog size \(recording.sizeBytes) B, file \(size ?? -1) B", sourceLocation: sourceLocation)
