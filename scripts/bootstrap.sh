@@ -7,10 +7,11 @@ packages=(libx264-dev libopus-dev libv4l-dev libasound2-dev libsqlite3-dev ffmpe
 # The test command (BOOTSTRAP_FOR_TESTS=1) also needs the browser the web console is tested in,
 # PostgreSQL for the catalog's second backend (scripts/catalog-postgres.sh starts its own
 # cluster), and Ceph's monitor, OSD and RADOS Gateway: the S3 server the object storage client is
-# tested against (scripts/object-store.sh). OBJECT_STORE_TESTS=1 turns those tests on (they fail,
+# tested against (scripts/object-store.sh), and iproute2 for the network namespaces the fleet
+# tests put record-servers in. OBJECT_STORE_TESTS=1 turns those tests on (they fail,
 # naming what is missing, when the store cannot start; without it they do not run).
 if [ "${BOOTSTRAP_FOR_TESTS:-0}" = 1 ]; then
-  packages+=(chromium chromium-driver postgresql-15 ceph-mon ceph-osd radosgw ceph-common)
+  packages+=(chromium chromium-driver postgresql-15 ceph-mon ceph-osd radosgw ceph-common iproute2)
   export OBJECT_STORE_TESTS=1
 fi
 missing=()

@@ -9,13 +9,15 @@ struct ShippingLedgerTests {
 
     @Test func chunksFollowTheFragmentsInOrderAndMoveTheRemotePoint() {
         var ledger = ShippingLedger(epoch: 0)
-        ledger.fragmentDurable(file: "recording.mp4", path: "/d/recording.mp4", fileEnd: 1000, durable: points(10))
-        ledger.fragmentDurable(file: "recording.mp4", path: "/d/recording.mp4", fileEnd: 1800, durable: points(25))
+        let first = ContinuousClock.now
+        ledger.fragmentDurable(file: "recording.mp4", path: "/d/recording.mp4", fileEnd: 1000, durable: points(10), at: first)
+        ledger.fragmentDurable(file: "recording.mp4", path: "/d/recording.mp4", fileEnd: 1800, durable: points(25), at: first + .seconds(1))
         #expect(ledger.filesToLookUp == ["recording.mp4"])
         #expect(ledger.nextChunk() == nil, "nothing ships before the bucket's copy is known")
         ledger.knownShipped(file: "recording.mp4", end: 0)
         let chunk = ledger.nextChunk()
-        #expect(chunk == .init(file: "recording.mp4", path: "/d/recording.mp4", from: 0, to: 1800, durable: points(25), reports: 2))
+        #expect(chunk == .init(file: "recording.mp4", path: "/d/recording.mp4", from: 0, to: 1800, durable: points(25), reports: 2, oldest: first),
+                "one chunk for both fragments; its lag counts from the older")
         #expect(ledger.remote == DurablePoints())
         ledger.shipped(chunk!)
         #expect(ledger.remote == points(25) && ledger.isCaughtUp && ledger.nextChunk() == nil)

@@ -88,16 +88,17 @@ public enum LoopbackPort {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
-    public static func accepts(_ port: Int) -> Bool {
+    /// Whether something accepts TCP connections on `host`:`port` (an IPv4 address).
+    public static func accepts(_ port: Int, host: String = "127.0.0.1") -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        return connect(fd, port: port)
+        return connect(fd, port: port, host: host)
     }
 
-    /// connect(2) of the TCP socket `fd` to 127.0.0.1:`port`.
-    public static func connect(_ fd: Int32, port: Int) -> Bool {
+    /// connect(2) of the TCP socket `fd` to `host`:`port` (an IPv4 address).
+    public static func connect(_ fd: Int32, port: Int, host: String = "127.0.0.1") -> Bool {
         var address = loopback(port: port)
+        address.sin_addr.s_addr = inet_addr(host)
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }

@@ -88,7 +88,9 @@ public final class FaultInjectingProxy: @unchecked Sendable {
     /// Connections accepted and forwarded / refused while cut.
     public var counts: (accepted: Int, refused: Int) { lock.withLock { (accepted, refused) } }
 
-    public init(group: EventLoopGroup, targetPort: Int) async throws {
+    /// Listens on `host` (loopback unless asked, e.g. a ``NetworkHosts`` bridge address, so
+    /// that processes on those hosts reach a loopback-only server through it).
+    public init(group: EventLoopGroup, targetPort: Int, host: String = "127.0.0.1") async throws {
         self.targetPort = targetPort
         listener = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -98,7 +100,7 @@ public final class FaultInjectingProxy: @unchecked Sendable {
                     try child.pipeline.syncOperations.addHandler(ProxyAccept(proxy: self))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
+            .bind(host: host, port: 0).get()
     }
 
     /// Registers a channel of a forwarded connection, or says no (and counts it) while cut.

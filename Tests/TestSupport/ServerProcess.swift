@@ -10,6 +10,11 @@ public final class ServerProcess: @unchecked Sendable {
     private var process: ChildProcess?
     /// Added to the inherited environment of the server process.
     public var environment: [String: String] = [:]
+    /// A command that runs the server elsewhere, e.g. ``NetworkHosts/launcher(_:)`` (on a host
+    /// of the fleet); it must exec the server in place, so that ``kill9()`` reaches it.
+    public var launcher: [String] = []
+    /// Where ``waitUntilListening()`` looks for the listener (the host's address when it runs on one).
+    public var address = "127.0.0.1"
 
     public static var binary: String { BuiltProducts.path("record-server") ?? ".build/debug/record-server" }
 
@@ -49,13 +54,18 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     public func start() throws {
-        process = try ChildProcess(Self.binary, ["--config", configPath, "--log-level", "info"], environment: environment, logPath: logPath)
+        let arguments = ["--config", configPath, "--log-level", "info"]
+        if let program = launcher.first {
+            process = try ChildProcess(program, Array(launcher.dropFirst()) + [Self.binary] + arguments, environment: environment, logPath: logPath)
+        } else {
+            process = try ChildProcess(Self.binary, arguments, environment: environment, logPath: logPath)
+        }
     }
 
     /// Waits until the listener accepts connections (bounded: 30 s).
     public func waitUntilListening() async throws {
         for _ in 0..<300 {
-            if LoopbackPort.accepts(port) { return }
+            if LoopbackPort.accepts(port, host: address) { return }
             guard process?.isRunning == true else { throw ToolError.unexpected("record-server exited: \(log)") }
             try await Task.sleep(for: .milliseconds(100))
         }

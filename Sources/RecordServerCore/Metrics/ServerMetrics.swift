@@ -70,6 +70,9 @@ public final class ServerMetrics: IngestMetrics, Sendable {
     let uploadBytes: Metrics.Counter
     let uploadFailures: Metrics.Counter
     let uploadLatency: Metrics.Timer
+    let liveChunks: Metrics.Counter
+    let liveBytes: Metrics.Counter
+    let liveLag: Metrics.Timer
 
     // Labelled families. The label values that can occur are known up front (kinds, outcomes,
     // protocol codes), so their handles are made once here and looked up without locking.
@@ -111,6 +114,9 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         static let uploadBytes = "recordserver_upload_bytes_total"
         static let uploadFailures = "recordserver_upload_failures_total"
         static let uploadSeconds = "recordserver_upload_seconds"
+        static let liveChunks = "recordserver_live_chunks_total"
+        static let liveBytes = "recordserver_live_bytes_total"
+        static let liveLagSeconds = "recordserver_live_lag_seconds"
         static let agentClockOffset = "recordserver_agent_clock_offset_seconds"
         static let agentClockDrift = "recordserver_agent_clock_drift_ppm"
         static let agentClockUncertainty = "recordserver_agent_clock_uncertainty_seconds"
@@ -169,6 +175,10 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         uploadBytes = counter(Name.uploadBytes, "Bytes of recordings copied to the object store.")
         uploadFailures = counter(Name.uploadFailures, "Uploads to the object store that failed (tried again later).")
         uploadLatency = timer(Name.uploadSeconds, "Time to copy one recording to the object store and verify it.")
+        liveChunks = counter(Name.liveChunks, "Pieces of recording sessions copied to the object store while they record.")
+        liveBytes = counter(Name.liveBytes, "Bytes of recording sessions copied to the object store while they record.")
+        liveLag = timer(Name.liveLagSeconds,
+                        "For each copied piece, from its oldest fragment being durable on this host to the piece being stored: how far the copy lags.")
 
         var bytes: [String: Metrics.Counter] = [:]
         var samples: [String: Metrics.Counter] = [:]
@@ -249,6 +259,14 @@ public final class ServerMetrics: IngestMetrics, Sendable {
         uploads.increment()
         uploadBytes.increment(by: Int(bytes))
         uploadLatency.recordNanoseconds(Int64(seconds * 1e9))
+    }
+
+    /// A chunk of a recording session stored (``LiveShipper``): `lag` from its oldest
+    /// fragment being durable here to now.
+    func liveChunkShipped(bytes: Int, lag: Duration) {
+        liveChunks.increment()
+        liveBytes.increment(by: bytes)
+        liveLag.recordNanoseconds(lag.nanoseconds)
     }
 
     func uploadFailed() {

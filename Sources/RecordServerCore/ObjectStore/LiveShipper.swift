@@ -97,7 +97,6 @@ final class LiveShipper: Service, Sendable {
             }
         }
         while let chunk = await session.nextChunk() {
-            let started = clock.now
             let bytes: [UInt8]
             do { bytes = try Self.read(chunk) } catch where !FileManager.default.fileExists(atPath: chunk.path) {
                 // Deleted (through the admin API, or by hand): there is nothing left to copy,
@@ -109,7 +108,7 @@ final class LiveShipper: Service, Sendable {
             }
             let epoch = await session.shippingEpochValue
             _ = try await store.client.putObject(key: LiveFragmentKeys.chunk(id, epoch: epoch, file: chunk.file, offset: chunk.from), bytes: bytes)
-            metrics?.uploaded(bytes: Int64(bytes.count), seconds: (clock.now - started).milliseconds / 1000)
+            metrics?.liveChunkShipped(bytes: bytes.count, lag: .now - chunk.oldest)
             await send(await session.shipped(chunk))
         }
     }

@@ -17,6 +17,8 @@ struct ShippingLedger: Sendable {
         var path: String
         var fileEnd: UInt64
         var durable: DurablePoints
+        /// When it became durable here (what the copy's lag is measured from).
+        var at: ContinuousClock.Instant
     }
 
     /// One object to ship: `file`'s bytes `from..<to`; once stored the remote points are `durable`.
@@ -28,6 +30,8 @@ struct ShippingLedger: Sendable {
         var durable: DurablePoints
         /// How many queued reports it covers.
         var reports: Int
+        /// When its oldest fragment became durable here.
+        var oldest: ContinuousClock.Instant
     }
 
     /// The largest chunk: fragments are about a second of media, so one chunk is a few
@@ -49,8 +53,8 @@ struct ShippingLedger: Sendable {
 
     var isCaughtUp: Bool { queue.isEmpty }
 
-    mutating func fragmentDurable(file: String, path: String, fileEnd: UInt64, durable: DurablePoints) {
-        queue.append(Durable(file: file, path: path, fileEnd: fileEnd, durable: durable))
+    mutating func fragmentDurable(file: String, path: String, fileEnd: UInt64, durable: DurablePoints, at: ContinuousClock.Instant = .now) {
+        queue.append(Durable(file: file, path: path, fileEnd: fileEnd, durable: durable, at: at))
     }
 
     /// After a resume: the bucket's copy of `file` ends at `end` (found by listing it).
@@ -72,7 +76,7 @@ struct ShippingLedger: Sendable {
             last = i
         }
         let end = queue[last]
-        return Chunk(file: first.file, path: first.path, from: start, to: end.fileEnd, durable: end.durable, reports: last + 1)
+        return Chunk(file: first.file, path: first.path, from: start, to: end.fileEnd, durable: end.durable, reports: last + 1, oldest: first.at)
     }
 
     /// `chunk` is stored: its reports leave the queue and the remote points move up.
