@@ -13,18 +13,29 @@ import TestSupport
        .enabled(if: ObjectStoreFixture.enabled && ProcessInfo.processInfo.environment["OBJECT_STORE_BENCH"] == "1",
                 "needs OBJECT_STORE_BENCH=1 and OBJECT_STORE_TESTS=1"))
 struct LiveShippingBenchTests {
-    @Test(.timeLimit(.minutes(5)))
-    func lagOfTheLiveCopyAtRealTime() async throws {
+    /// Process CPU time (user + system), seconds.
+    private static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// The same session with and without live shipping: the lag, and the CPU shipping costs.
+    @Test(.timeLimit(.minutes(8)), arguments: [false, true])
+    func lagOfTheLiveCopyAtRealTime(shipping: Bool) async throws {
         let seconds = Double(ProcessInfo.processInfo.environment["LIVE_LAG_SECONDS"] ?? "60") ?? 60
         let store = try await ObjectStoreFixture.shared()
         let fixture = try ServerFixture()
-        fixture.configuration.objectStore = .init(url: "s3://\(ObjectStoreFixture.uniqueBucket("lag"))/?endpoint=\(store.endpoint)",
-                                                  accessKeyFile: store.accessKeyFile, secretKeyFile: store.secretKeyFile)
+        if shipping {
+            fixture.configuration.objectStore = .init(url: "s3://\(ObjectStoreFixture.uniqueBucket("lag"))/?endpoint=\(store.endpoint)",
+                                                      accessKeyFile: store.accessKeyFile, secretKeyFile: store.secretKeyFile)
+        }
         let port = try await fixture.start()
         defer { Task { await fixture.stop() } }
         let content = try SessionContent.make(sessionID: "s-lag", seconds: seconds, width: 640, height: 360)
         let agent = try await fixture.connectAgent("agent-1", port: port)
         _ = try await agent.open(content.open)
+        let cpuBefore = Self.cpuSeconds()
         let start = ContinuousClock.now
         let firstPTS = content.samples.map(\.pts).min() ?? 0
         for sample in content.samples {
@@ -33,7 +44,12 @@ struct LiveShippingBenchTests {
             try await agent.send(.sample(sample))
         }
         _ = try await agent.close("s-lag", finalSequence: UInt64(content.samples.count))
+        let cpu = Self.cpuSeconds() - cpuBefore
         await agent.disconnect()
+        let media = content.samples.reduce(0) { $0 + $1.data.readableBytes }
+        print(String(format: "live-lag: shipping %@: %.2f CPU s for %.1f MB of media in %.0f s (%.1f CPU s per GB)",
+                     shipping ? "on" : "off", cpu, Double(media) / 1e6, seconds, cpu / (Double(media) / 1e9)))
+        guard shipping else { return }
 
         let text = try #require(fixture.server).metrics.exposition()
         func value(_ prefix: String) -> Double {
