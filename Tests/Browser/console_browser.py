@@ -417,8 +417,17 @@ def main():
         time.sleep(1)
         shot("phone-recordings")
 
-        # ---- Sign out: the cookie no longer works.
+        # ---- The fleet page lists this server, up, with what it records.
         browser.set_window_size(1280, 1000)
+        browser.get(args.url + "/console/#/servers")
+        rows = wait_for("the servers table", lambda: browser.find_elements(By.CSS_SELECTOR, "tr[data-server]"), 15)
+        fleet = json.loads(server.request("GET", "/v1/servers", cookie)[2])
+        check(len(rows) == len(fleet["servers"]) and rows[0].get_attribute("data-server") == fleet["servers"][0]["id"],
+              "the servers page lists the servers of GET /v1/servers: %s" % [r.text for r in rows])
+        check("up" in rows[0].text and "(this server)" in browser.page_source, "this server is shown up: %s" % rows[0].text)
+        shot("servers")
+
+        # ---- Sign out: the cookie no longer works.
         browser.get(args.url + "/console/#/agents")
         wait_for("the page", lambda: browser.find_elements(By.ID, "sign-out"), 10)
         browser.find_element(By.ID, "sign-out").click()

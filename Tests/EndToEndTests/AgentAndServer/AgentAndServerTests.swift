@@ -39,8 +39,11 @@ extension AgentAndServerTests {
         let configPath = fixture.directory.path + "/server.json"
         try JSONEncoder().encode(config).write(to: URL(fileURLWithPath: configPath))
 
+        var launches = 0
         func launch() throws -> ChildProcess {
-            try ChildProcess(recordServerBinary!, ["--config", configPath, "--log-level", "warning"])
+            launches += 1
+            return try ChildProcess(recordServerBinary!, ["--config", configPath, "--log-level", "warning"],
+                                    logPath: fixture.directory.path + "/server-\(launches).log")
         }
         var server = try launch()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -52,6 +55,11 @@ extension AgentAndServerTests {
             try await Task.sleep(for: .seconds(3))
             server.signalAndWait(signal)
             endings.append((server.terminationReason, server.terminationStatus))
+            if server.terminationReason == .uncaughtSignal, server.terminationStatus != signal {
+                // A crash, not the signal sent: what the server said last, for the report.
+                print("record-server died of signal \(server.terminationStatus); its log ends:\n"
+                      + server.log.split(separator: "\n").suffix(60).joined(separator: "\n"))
+            }
             try await Task.sleep(for: .seconds(1))
             server = try launch()
         }

@@ -103,6 +103,7 @@ const views = {
   sessions: renderSessions,
   recordings: renderRecordings,
   recording: renderRecording,
+  servers: renderServers,
   play: renderPlayer,
 };
 
@@ -218,6 +219,31 @@ function renderSessions() {
   };
   every(1000, refresh);
   eventListeners.push((event) => { if (event.type.startsWith('session.')) refresh(); });
+}
+
+// The fleet: every record-server sharing this one's catalog, as its last heartbeat described it
+// (just this one with the embedded catalog). A server silent for 15 s is down; its sessions go
+// to another server once their agents resume there (docs/operations.md, "A fleet").
+function renderServers() {
+  const body = h('div');
+  view.append(h('h1', {}, 'Servers'), body);
+  const refresh = async () => {
+    try {
+      const { this: me, servers } = await api('/v1/servers');
+      body.replaceChildren(table(['Server', 'State', 'Ingest address', 'Version', 'Started', 'Last heartbeat', 'Live sessions', 'Agents'],
+        servers.map((s) => h('tr', { dataset: { server: s.id }, class: s.alive ? '' : 'offline' },
+          h('td', {}, s.id, s.id === me ? h('span', { class: 'muted' }, ' (this server)') : null),
+          h('td', {}, s.alive ? h('span', { class: 'ok' }, '● up') : h('span', { class: 'bad' }, '○ down')),
+          h('td', {}, s.ingest_address),
+          h('td', {}, s.software_version),
+          h('td', {}, fmt.date(s.started_at)),
+          h('td', {}, fmt.ago(s.heartbeat_at)),
+          h('td', { class: 'num sessions' }, s.live_sessions),
+          h('td', { class: 'num agents' }, s.connected_agents))),
+        'No server has sent a heartbeat yet.'));
+    } catch (error) { body.replaceChildren(h('p', { class: 'bad' }, failureText(error))); }
+  };
+  every(5000, refresh);
 }
 
 const statuses = ['', 'recording', 'completed', 'interrupted', 'recovered', 'failed', 'cancelled'];
