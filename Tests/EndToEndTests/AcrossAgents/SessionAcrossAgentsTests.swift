@@ -13,8 +13,15 @@ import TestSupport
 struct SessionAcrossAgentsTests {
     private static let fps = 30
 
-    @Test(.timeLimit(.minutes(6)))
+    @Test(.timeLimit(.minutes(8)))
     func threeAgentsRecordOneSynchronizedFileThroughACut() async throws {
+        // Its figures are milliseconds of sync across three encoding agents: it takes its turn
+        // with the other heavy tests (HeavyTests), as with the three-server host-loss test
+        // beside it, one beep of the 30 s came out 958 ms off and a run timed out.
+        try await HeavyTests.exclusively { try await recordThroughACut() }
+    }
+
+    private func recordThroughACut() async throws {
         let fixture = try ServerFixture(prefix: "across")
         let port = try await fixture.start()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
