@@ -44,6 +44,18 @@ struct LiveShippingTests {
         }
     }
 
+    /// Opens a 4 s session on `fixture` as agent-1, sends its first half and waits for a
+    /// `RemoteAck`: the agent, the content, how many samples were sent, and the acks seen.
+    private func recordHalf(_ id: SessionID, on fixture: ServerFixture, port: Int) async throws
+        -> (TestAgent, SessionContent, Int, (local: UInt64, remote: UInt64)) {
+        let content = try SessionContent.make(sessionID: id, seconds: 4)
+        let agent = try await fixture.connectAgent("agent-1", port: port)
+        _ = try await agent.open(content.open)
+        let half = content.samples.count / 2
+        for sample in content.samples.prefix(half) { try await agent.send(.sample(sample)) }
+        return (agent, content, half, try await waitForRemoteAck(agent, atLeast: 1))
+    }
+
     /// The file `name` of session `id` as the chain of its chunks in the bucket.
     private func rebuilt(_ s3: S3Client, session id: String, file name: String, into scratch: TemporaryDirectory) async throws -> String {
         let listed = try await s3.listObjects(prefix: LiveFragmentKeys.sessionPrefix(id))
@@ -62,12 +74,7 @@ struct LiveShippingTests {
         try await configure(fixture, bucket: bucket)
         let port = try await fixture.start()
         defer { Task { await fixture.stop() } }
-        let content = try SessionContent.make(sessionID: "s-live", seconds: 4)
-        let agent = try await fixture.connectAgent("agent-1", port: port)
-        _ = try await agent.open(content.open)
-        let half = content.samples.count / 2
-        for sample in content.samples.prefix(half) { try await agent.send(.sample(sample)) }
-        let acks = try await waitForRemoteAck(agent, atLeast: 1)
+        let (agent, content, half, acks) = try await recordHalf("s-live", on: fixture, port: port)
         #expect(acks.remote >= 1 && acks.remote <= acks.local)
 
         // While it records, the bucket holds a fragmented MP4 that ffprobe reads.
@@ -111,12 +118,7 @@ struct LiveShippingTests {
         defer { Task { await b.stop() } }
         let idB = try ServerIdentity.load(dataDirectory: b.dataDirectory)
 
-        let content = try SessionContent.make(sessionID: "s-moved", seconds: 4)
-        let onA = try await a.connectAgent("agent-1", port: portA)
-        _ = try await onA.open(content.open)
-        let half = content.samples.count / 2
-        for sample in content.samples.prefix(half) { try await onA.send(.sample(sample)) }
-        let acks = try await waitForRemoteAck(onA, atLeast: 1)
+        let (onA, content, half, acks) = try await recordHalf("s-moved", on: a, port: portA)
 
         // While A beats, its session is its own: B refuses the resume (the agent retries).
         let early = try await b.connectAgent("agent-1", port: portB)

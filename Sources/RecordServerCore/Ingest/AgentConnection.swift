@@ -134,7 +134,8 @@ struct AgentConnection {
                 capabilities: state.capabilities,
                 // Through the channel, not the async writer: commands and RemoteAcks come from
                 // other tasks, which may run after this connection's writer is gone (writing
-                // to it then crashes); a write to a closed channel just fails.
+                // to it then crashes); a write to a closed channel just fails, and is ignored:
+                // the agent is gone, and what it was told is re-established when it resumes.
                 send: { message in try? await nioChannel.writeAndFlush(message) }))
             logger.info("agent connected", metadata: ["version": "\(hello.softwareVersion)"])
             // The server's own heartbeats (protocol.md §6.3) are the clock model's probes, measure

@@ -68,6 +68,7 @@ struct HostLossTests {
         defer { for server in servers { server.kill9() } }
         for server in servers { try await server.waitUntilListening() }
         let serverIDs = try await eventually("the servers' ids") { () -> [String]? in
+            // Not written until a server has started; asked again until all three are.
             let ids = servers.compactMap { try? ServerIdentity.load(dataDirectory: $0.configuration.dataDirectory) }
             return ids.count == servers.count ? ids : nil
         }
