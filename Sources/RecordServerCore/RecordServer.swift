@@ -183,6 +183,9 @@ struct IngestService: Service {
                 try await ingest.run(registry: registry, metrics: metrics, logger: logger, group: MultiThreadedEventLoopGroup.singleton) { port in
                     ports.ingestBound(port)
                     registry.ingestAddress.withLockedValue { $0 = "\(ingest.host):\(port)" }
+                    // The fleet's row gets the address now, not at the next beat (5 s later):
+                    // the first beat may have gone out before the port was bound.
+                    Task { await registry.recordHeartbeat() }
                 }
             }
         } catch is CancellationError {

@@ -36,7 +36,8 @@ struct ServersSharingACatalogTests {
         let client = AdminClient(port: try #require(b.running?.adminPort), token: ServerFixture.adminToken)
         let fleet = try await eventually("both servers to have beaten") { () -> [[String: Any]]? in
             let servers = try await client.get("/v1/servers").object()["servers"] as? [[String: Any]]
-            return servers?.count == 2 ? servers : nil
+            // Each row names its ingest address once its server has bound the port.
+            return servers?.count == 2 && servers?.allSatisfy({ ($0["ingest_address"] as? String)?.isEmpty == false }) == true ? servers : nil
         }
         #expect(Set(fleet.compactMap { $0["id"] as? String }) == [idA, idB])
         #expect(fleet.allSatisfy { $0["alive"] as? Bool == true })

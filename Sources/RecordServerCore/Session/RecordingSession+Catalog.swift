@@ -181,5 +181,42 @@ extension RecordingSession {
     func adoptFiles(through index: Int) {
         recordedSegments.formUnion(0 ... index)
         recordSegmentStarted(index)
+        seedTrackCounts()
+    }
+
+    /// Counters of a session that goes on after a restart or a takeover start from what it
+    /// already holds: samples and bytes from its files (read back as the reconciler reads
+    /// them), drops from its catalog rows, the only place they were kept. Counting from zero,
+    /// every catalog write until the end (``persistTracks()``) said only what arrived since,
+    /// and the rows were right only once the files were read back, after `SessionClosed`: a
+    /// reader who asked when the agent was told saw a third of a taken-over recording.
+    private func seedTrackCounts() {
+        var samples: [String: Int64] = [:], bytes: [String: Int64] = [:]
+        for file in filesOnDisk {
+            do {
+                for track in try MP4Inspection.inspect(path: file.path).tracks {
+                    samples[track.label, default: 0] += Int64(track.sampleCount)
+                    bytes[track.label, default: 0] += Int64(track.payloadBytes)
+                }
+            } catch {
+                // The reconciler reads the files again once the session has finished.
+                logger.warning("cannot read a file of the resumed session back for its track counts",
+                               metadata: ["file": "\(file.path)", "error": "\(error.message)"])
+            }
+        }
+        let dropped: [String: Int64]
+        do {
+            dropped = Dictionary(try catalog.tracks(sessionID: id.value).map { ($0.label, $0.dropped) }, uniquingKeysWith: +)
+        } catch {
+            // Drops reported before the restart go uncounted in the rows; the files are unaffected.
+            logger.warning("cannot read the resumed session's tracks from the catalog", metadata: ["error": "\(error)"])
+            dropped = [:]
+        }
+        for key in tracks.keys {
+            guard let label = tracks[key]?.label else { continue }
+            tracks[key]?.samples = samples[label] ?? 0
+            tracks[key]?.bytes = bytes[label] ?? 0
+            tracks[key]?.dropped = dropped[label] ?? 0
+        }
     }
 }

@@ -237,6 +237,9 @@ extension RecordingSession {
         catalogWrite("session status") {
             try catalog.updateSession(id: id.value, status: status, endedAt: Date(), error: reason, durableSequence: members[0].acknowledged)
         }
+        // A track still active ends with its session, as the reconciler would write it later:
+        // the rows are final when the agent is told (SessionClosed), not a moment after.
+        for key in tracks.keys where tracks[key]?.status == .active { tracks[key]?.status = .ended }
         persistTracks()
         reconcilePending = true
         metrics.sessionEnded(outcome: status)

@@ -120,7 +120,6 @@ struct HostLossTests {
             #expect(row.status == .completed, "\(session): \(row.status) \(row.error ?? "")")
             let files = try catalog.recordings(sessionID: session)
             #expect(files.count == 1, "\(session): \(files.map(\.path))")
-            let tracks = try catalog.tracks(sessionID: session)
             for var file in files {
                 let upload: UploadRecord
                 do { upload = try await eventually("\(file.id) to be uploaded", seconds: 60) { try catalog.upload(recordingID: file.id) } } catch {
@@ -131,6 +130,7 @@ struct HostLossTests {
                     throw error
                 }
                 file.path = try scratch.file(file.id + ".mp4", try await s3.getObject(key: upload.objectKey, maximumBytes: 1 << 30))
+                let tracks = try catalog.tracks(sessionID: session)
                 try Oracle.expectCatalogMatchesFile(file, tracks: tracks)
                 let drops = Dictionary(tracks.map { ($0.label, Int($0.dropped)) }, uniquingKeysWith: +)
                 let expected = Int(Self.seconds) * Self.fps

@@ -83,6 +83,21 @@ final class TestAgent: @unchecked Sendable {
         throw TestAgentError("connection closed while waiting for \(description)")
     }
 
+    /// Sends a Heartbeat and reads until its reply: the server has handled everything sent
+    /// before it (it answers in order). Acks read on the way count.
+    func roundTrip(nonce: UInt64 = 7) async throws {
+        try await send(.heartbeat(Heartbeat(nonce: nonce, originTime: 0)))
+        while let message = try await iterator.next() {
+            switch message {
+            case .ack(let ack): highestAck = max(highestAck, ack.sequence)
+            case .heartbeatReply(let reply) where reply.nonce == nonce: return
+            case .error(let report): throw TestAgentError("while waiting for the heartbeat reply: server sent error \(report.code): \(report.message)")
+            default: continue
+            }
+        }
+        throw TestAgentError("connection closed while waiting for the heartbeat reply")
+    }
+
     var highestAck: UInt64 = 0
     /// StartSession commands seen so far.
     var startCommands = 0
