@@ -21,6 +21,26 @@ struct ServerRotationTests {
         #expect((0..<3).map { _ in rotation.nextAddress().address } == [a, a, a])
     }
 
+    /// A server that refused the agent for good is skipped from then on; only when every one
+    /// has refused is there a reason to stop, naming each.
+    @Test func aRefusingServerIsSkippedAndOnlyAllRefusingStops() {
+        var rotation = ServerRotation([a, b, c])
+        #expect(rotation.nextAddress().address == a)
+        #expect(rotation.nextAddress().address == b)
+        #expect(rotation.refuseCurrent(because: "not trusted") == nil)
+        #expect((0..<4).map { _ in rotation.nextAddress().address } == [c, a, c, a])
+        #expect(rotation.refuseCurrent(because: "revoked") == nil)
+        #expect((0..<2).map { _ in rotation.nextAddress().position } == [3, 3])
+        #expect(rotation.refuseCurrent(because: "not TLS") == "every server refused this agent: rec-a.example:7443: revoked; "
+                + "10.0.0.2:7443: not trusted; [::1]:9000: not TLS")
+    }
+
+    @Test func theOnlyServerRefusingStopsWithItsOwnMessage() {
+        var rotation = ServerRotation([a])
+        _ = rotation.nextAddress()
+        #expect(rotation.refuseCurrent(because: "revoked") == "revoked")
+    }
+
     @Test func addressesAreWrittenAsForServer() {
         #expect("\(a)" == "rec-a.example:7443")
         #expect("\(c)" == "[::1]:9000")

@@ -261,7 +261,7 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
                     guard id == connection else { return }
                     let failure = ConnectionFailure.describe(error, host: server.host, port: server.port,
                                                              certificateExpiry: settings.certificateExpiry)
-                    if failure.kind == .permanent { return stopRefused(failure.message) }
+                    if failure.kind == .permanent { return serverRefused(failure.message) }
                     logger.warning("cannot connect: \(failure.message)")
                     perform(machine.connectionLost(now: clock.now()))
                 }
@@ -295,7 +295,10 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
         connected = false
         channel = nil
         if finished || (shuttingDown && machine.sessionID == nil) { return }
-        if let refusal { return stopRefused(refusal) }
+        if let refusal {
+            self.refusal = nil
+            return serverRefused(refusal)
+        }
         perform(machine.connectionLost(now: clock.now()))
     }
 
@@ -307,17 +310,26 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
             // Stop once the connection is closed (connectionInactive), not in the middle of it.
             refusal = failure.message
             channel?.close(promise: nil)
-            if !connected { stopRefused(failure.message) }
+            if !connected {
+                refusal = nil
+                serverRefused(failure.message)
+            }
             return
         }
         logger.warning("connection error: \(failure.message)")
     }
 
-    /// A refusal retrying cannot fix: say why once and exit with a distinct status instead of
-    /// reconnecting every few seconds forever.
-    private func stopRefused(_ message: String) {
+    /// A refusal retrying this server cannot fix: the next attempt goes to another server of
+    /// the list (``ServerRotation``); once every one has refused, say why once and exit with a
+    /// distinct status instead of reconnecting every few seconds forever.
+    private func serverRefused(_ message: String) {
         guard !finished else { return }
-        failure = AgentRuntimeError("\(message); not retrying", exitCode: ConnectionFailure.permanentExitCode)
+        guard let everyServer = rotation.refuseCurrent(because: message) else {
+            logger.error("\(server) refused this agent: \(message); it is left out, the other servers are tried")
+            perform(machine.connectionLost(now: clock.now()))
+            return
+        }
+        failure = AgentRuntimeError("\(everyServer); not retrying", exitCode: ConnectionFailure.permanentExitCode)
         finish()
     }
 

@@ -33,7 +33,7 @@ struct ConnectionFailure: Sendable, Equatable {
         }
         if has("CERTIFICATE_VERIFY_FAILED") {
             return .init(kind: .permanent, message: "the certificate of \(server) is not trusted: it is not signed by the CA given with "
-                         + "--ca, it has expired, or it does not name the host given with --server-name. Check --ca and --server-name")
+                         + "--ca, it has expired, or it does not name \(host), the host given with --server. Check --ca and --server")
         }
         if has("CERTIFICATE_REVOKED") {
             return .init(kind: .permanent, message: "\(server) refused this agent's certificate: it has been revoked. Issue a new one "

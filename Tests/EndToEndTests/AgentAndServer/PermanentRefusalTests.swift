@@ -61,6 +61,32 @@ struct PermanentRefusalTests {
         #expect(error.message.contains("does not speak TLS") && error.message.contains("admin port"), "\(error.message)")
     }
 
+    /// With several servers, one that refuses for good is left out and the others record; the
+    /// agent stops only once every server has refused it, and then names each.
+    @Test func oneRefusingServerInTheListIsLeftOutAndOnlyAllRefusingStopsTheAgent() async throws {
+        let fixture = try EndToEndFixture()
+        var config = fixture.serverConfiguration
+        config.admin = .init(enabled: true, host: "127.0.0.1", port: 0, token: "admin-token-0123456789abcdef")
+        let running = try await fixture.startServer(config)
+        defer { Task { await running.stop() } }
+        let adminPort = try #require(running.adminPort)
+        let notAnAgentPort = ServerAddress(host: "127.0.0.1", port: adminPort, tlsHostname: nil)
+
+        var settings = try fixture.agentSettings(port: running.ingestPort, seconds: 2, sessionID: "refused-one-of-two")
+        settings.servers = [notAnAgentPort, ServerAddress(host: "127.0.0.1", port: running.ingestPort, tlsHostname: nil)]
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        try await AgentRuntime(settings: settings, logger: EndToEndFixture.logger, group: group).run()
+        try await group.shutdownGracefully()
+        #expect(fixture.recordings().contains { $0.contains("refused-one-of-two") }, "\(fixture.recordings())")
+
+        settings = try fixture.agentSettings(port: adminPort, seconds: 2, sessionID: "refused-two-of-two")
+        settings.servers = [notAnAgentPort, ServerAddress(host: "localhost", port: adminPort, tlsHostname: "localhost")]
+        let error = try await refusal(settings)
+        #expect(error.exitCode == ConnectionFailure.permanentExitCode)
+        #expect(error.message.hasPrefix("every server refused this agent: 127.0.0.1:\(adminPort): ") && error.message.contains("; localhost:\(adminPort): "),
+                "\(error.message)")
+    }
+
     @Test func aRevokedAgentIsRefusedForGood() async throws {
         let fixture = try EndToEndFixture()
         var list = RevocationList()
