@@ -67,6 +67,7 @@ final class FlakyCatalog: RecordingCatalog, @unchecked Sendable {
     func recordUpload(_ upload: UploadRecord) throws { try write { try real.recordUpload(upload) } }
     func upload(recordingID: String) throws -> UploadRecord? { try real.upload(recordingID: recordingID) }
     func deleteUpload(recordingID: String) throws { try write { try real.deleteUpload(recordingID: recordingID) } }
+    func uploadsOfDeletedRecordings(limit: Int) throws -> [UploadRecord] { try real.uploadsOfDeletedRecordings(limit: limit) }
     func recordHeartbeat(_ server: ServerRecord) throws { try write { try real.recordHeartbeat(server) } }
     func servers() throws -> [ServerRecord] { try real.servers() }
     func claimSession(id: String, from owner: String?, leaseCutoff: Date, directory: String) throws -> Int? {

@@ -142,9 +142,13 @@ import Testing
         removed.localRemoved = true
         try mine.recordUpload(removed)
         #expect(try mine.upload(recordingID: "s1-1")?.localRemoved == true)
+        #expect(try mine.uploadsOfDeletedRecordings(limit: 10) == [], "its recording is still listed")
+        try mine.deleteRecording(id: "s1-1")
+        #expect(try other.uploadsOfDeletedRecordings(limit: 10) == [removed], "its object is to be deleted, by any server")
         try mine.deleteUpload(recordingID: "s1-1")
         try mine.deleteUpload(recordingID: "s1-1")  // idempotent
         #expect(try mine.upload(recordingID: "s1-1") == nil)
+        #expect(try mine.uploadsOfDeletedRecordings(limit: 10) == [])
     }
 
     @Test(arguments: CatalogBackend.allCases) func recordingsUpsertReplaceAndDelete(_ backend: CatalogBackend) async throws {
@@ -240,6 +244,27 @@ import Testing
         #expect(try catalog.oldestFinishedRecordings(limit: 10, offset: 0).map(\.id) == ["old-1", "old-2", "mid-1", "new-1"])
         #expect(try catalog.oldestFinishedRecordings(limit: 2, offset: 0).map(\.id) == ["old-1", "old-2"])
         #expect(try catalog.oldestFinishedRecordings(limit: 2, offset: 2).map(\.id) == ["mid-1", "new-1"])
+    }
+
+    /// In a fleet each server's retention sees its own files only: another server's are on
+    /// another disk (its paths are not in this data directory), and a file whose local copy
+    /// was removed after its upload takes no room here.
+    @Test(arguments: CatalogBackend.allCases) func retentionQueriesSeeOnlyThisServersFilesOnItsDisk(_ backend: CatalogBackend) async throws {
+        let (mine, other, scratch) = try await backend.makeSharedCatalogs("server-a", "server-b")
+        defer { _ = scratch }
+        try mine.insertSession(session("a1", status: .completed))
+        try mine.insertSession(session("a2", status: .completed))
+        try other.insertSession(session("b1", status: .completed))
+        try mine.upsertRecording(recording("a1", at: 100, size: 10))
+        try mine.upsertRecording(recording("a2", at: 200, size: 100))
+        try other.upsertRecording(recording("b1", at: 0, size: 1000))
+        #expect(try mine.totalRecordingBytes() == 110)
+        #expect(try other.totalRecordingBytes() == 1000)
+        #expect(try mine.oldestFinishedRecordings(limit: 10, offset: 0).map(\.id) == ["a1-1", "a2-1"])
+        #expect(try other.oldestFinishedRecordings(limit: 10, offset: 0).map(\.id) == ["b1-1"])
+        try mine.recordUpload(UploadRecord(recordingID: "a2-1", objectKey: "k", etag: "e", sizeBytes: 100, uploadedAt: t0, localRemoved: true))
+        #expect(try mine.totalRecordingBytes() == 10, "a file only in the bucket takes no room on this disk")
+        #expect(try mine.oldestFinishedRecordings(limit: 10, offset: 0).map(\.id) == ["a1-1", "a2-1"], "it is still retained (its object goes with it)")
     }
 
     @Test func fileCatalogMigratesOnceAndSurvivesReopening() throws {

@@ -102,6 +102,27 @@ struct RecordingsInObjectStorageTests {
         #expect(try fixture.serverCatalog().upload(recordingID: recording.id) == nil)
     }
 
+    /// Retention deletes a recording's file and row; its object goes at the uploader's next
+    /// pass (the upload row, left without its recording, is the to-do item).
+    @Test func aRecordingRetentionDeletesLosesItsObjectToo() async throws {
+        let bucket = ObjectStoreFixture.uniqueBucket("purged")
+        let fixture = try await fixture(bucket: bucket, keepLocalCopy: true, backend: .sqlite)
+        let port = try await fixture.start()
+        defer { Task { await fixture.stop() } }
+        let recording = try await record(fixture, port: port, session: "s-purged")
+        let upload = try await uploaded(fixture, recording)
+        #expect(try await client(bucket: bucket).headObject(key: upload.objectKey).metadata["recording-id"] == recording.id)
+
+        let deleted = try RetentionPolicy(maxAge: 0).apply(catalog: fixture.serverCatalog(), now: Date(), isLive: { _ in false })
+        #expect(deleted.map(\.id) == [recording.id])
+        #expect(!FileManager.default.fileExists(atPath: recording.path))
+        try await eventually("the object of the deleted recording to be removed") { () -> Bool? in
+            try fixture.serverCatalog().upload(recordingID: recording.id) == nil ? true : nil
+        }
+        let gone = await #expect(throws: S3Error.self) { _ = try await client(bucket: bucket).headObject(key: upload.objectKey) }
+        #expect(gone?.status == 404)
+    }
+
     @Test func anUploadACrashInterruptedIsResumedNotStartedAgain() async throws {
         let bucket = ObjectStoreFixture.uniqueBucket("resumed")
         let fixture = try await fixture(bucket: bucket, keepLocalCopy: true, backend: .sqlite)

@@ -229,6 +229,22 @@ extension StorageTests {
             #expect(try catalog.recording(id: "live-1") != nil)
         }
 
+        /// A file only in the bucket (its local copy removed after its upload) takes no room on
+        /// this disk: the size limit neither counts nor deletes it; its age does, and its
+        /// upload row is left for the uploader to delete the object.
+        @Test func aFileOnlyInTheBucketIsDeletedByAgeNotBySize() throws {
+            let scratch = try TemporaryDirectory(prefix: "storage-tests")
+            let (catalog, layout, records) = try fixture(ages: [9, 4, 2], size: 100, scratch: scratch)
+            try FileManager.default.removeItem(atPath: records[0].path)
+            try catalog.recordUpload(UploadRecord(recordingID: "s0-1", objectKey: "k", etag: "e", sizeBytes: 100, uploadedAt: now, localRemoved: true))
+            #expect(try catalog.totalRecordingBytes() == 200)
+            let bySize = try RetentionPolicy(maxTotalBytes: 150).apply(catalog: catalog, storage: layout, now: now, isLive: { _ in false })
+            #expect(bySize.map(\.id) == ["s1-1"], "the oldest on this disk, not the oldest in the bucket")
+            let byAge = try RetentionPolicy(maxAge: 7 * 86_400).apply(catalog: catalog, storage: layout, now: now, isLive: { _ in false })
+            #expect(byAge.map(\.id) == ["s0-1"])
+            #expect(try catalog.uploadsOfDeletedRecordings(limit: 10).map(\.recordingID) == ["s0-1"], "its object is to be deleted")
+        }
+
         @Test func neverDeletesRecordingsOfLiveSessions() throws {
             let scratch = try TemporaryDirectory(prefix: "storage-tests")
             let (catalog, layout, records) = try fixture(ages: [100, 90, 80], scratch: scratch)

@@ -73,8 +73,8 @@ struct AdminRoutes: Sendable {
             try await self.backend.deleteRecording(id: id)
             if let store = self.objectStore, let upload {
                 // The file and its row are gone; the object goes too, then its row. A failure
-                // leaves the upload row naming the object, so a retried DELETE finds nothing
-                // to delete but the operator's log names the key.
+                // leaves the upload row naming the object: the uploader's next passes delete it
+                // (RecordingUploader.purgeDeletedRecordings), and the answer names the key.
                 do {
                     try await store.client.deleteObject(key: store.relativeKey(upload.objectKey))
                     try await self.backend.forgetUpload(recordingID: id)

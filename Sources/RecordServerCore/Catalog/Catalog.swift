@@ -243,22 +243,27 @@ public final class Catalog: RecordingCatalog, Sendable {
 
     // MARK: Retention support
 
-    /// The sum of `sizeBytes` over every recording, live ones included: the disk they occupy.
+    /// The sum of `sizeBytes` over this server's recordings on its disk, live ones included.
     func totalRecordingBytes() throws(CatalogError) -> Int64 {
         try read("sum recording sizes") { db in
-            try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(sizeBytes), 0) FROM recordings") ?? 0
+            try Int64.fetchOne(db, sql: """
+                SELECT COALESCE(SUM(r.sizeBytes), 0) FROM recordings r LEFT JOIN sessions s ON s.id = r.sessionID
+                WHERE (s.serverID = ? OR s.serverID IS NULL)
+                  AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u.recordingID = r.id AND u.localRemoved <> 0)
+                """, arguments: [serverID]) ?? 0
         }
     }
 
-    /// Finished recordings (any status but `recording`), oldest first: by `createdAt`, then
-    /// session and segment, so a session's segments go in order. `offset` skips rows the
-    /// caller decided to keep, for paging through a pass that deletes as it goes.
+    /// This server's finished recordings (any status but `recording`), oldest first: by
+    /// `createdAt`, then session and segment, so a session's segments go in order. `offset`
+    /// skips rows the caller decided to keep, for paging through a pass that deletes as it goes.
     func oldestFinishedRecordings(limit: Int, offset: Int) throws(CatalogError) -> [RecordingRecord] {
         try read("list finished recordings") { db in
             try RecordingRecord.fetchAll(db, sql: """
-                SELECT * FROM recordings WHERE status <> ?
-                ORDER BY createdAt, sessionID, segmentIndex LIMIT ? OFFSET ?
-                """, arguments: [RecordingStatus.recording.rawValue, max(0, limit), max(0, offset)])
+                SELECT r.* FROM recordings r LEFT JOIN sessions s ON s.id = r.sessionID
+                WHERE r.status <> ? AND (s.serverID = ? OR s.serverID IS NULL)
+                ORDER BY r.createdAt, r.sessionID, r.segmentIndex LIMIT ? OFFSET ?
+                """, arguments: [RecordingStatus.recording.rawValue, serverID, max(0, limit), max(0, offset)])
         }
     }
 
@@ -300,6 +305,15 @@ public final class Catalog: RecordingCatalog, Sendable {
     func deleteUpload(recordingID: String) throws(CatalogError) {
         try write("delete the upload of \(recordingID)") { db in
             try db.execute(sql: "DELETE FROM uploads WHERE recordingID = ?", arguments: [recordingID])
+        }
+    }
+
+    func uploadsOfDeletedRecordings(limit: Int) throws(CatalogError) -> [UploadRecord] {
+        try read("list uploads of deleted recordings") { db in
+            try UploadRecord.fetchAll(db, sql: """
+                SELECT * FROM uploads u WHERE NOT EXISTS (SELECT 1 FROM recordings r WHERE r.id = u.recordingID)
+                ORDER BY u.uploadedAt, u.recordingID LIMIT ?
+                """, arguments: [max(0, limit)])
         }
     }
 

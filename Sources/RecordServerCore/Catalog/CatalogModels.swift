@@ -232,10 +232,13 @@ protocol RecordingCatalog: Sendable {
     func upsertTrack(_ track: TrackRecord) throws
     func tracks(sessionID: String) throws -> [TrackRecord]
 
-    /// The sum of `sizeBytes` over every recording, live ones included: the disk they occupy.
+    /// The sum of `sizeBytes` over this server's recordings that are on its disk, live ones
+    /// included: the disk they occupy (a file whose local copy was removed after its upload
+    /// occupies none; other servers' files are on their disks).
     func totalRecordingBytes() throws -> Int64
-    /// Finished recordings (any status but `recording`), oldest first: by `createdAt`, then
-    /// session and segment. `offset` skips rows the caller decided to keep.
+    /// This server's finished recordings (any status but `recording`), oldest first: by
+    /// `createdAt`, then session and segment. `offset` skips rows the caller decided to keep.
+    /// Other servers' files are on their disks, under their retention.
     func oldestFinishedRecordings(limit: Int, offset: Int) throws -> [RecordingRecord]
 
     /// This server's finished recordings (any status but `recording`) that have no upload yet,
@@ -246,6 +249,9 @@ protocol RecordingCatalog: Sendable {
     func upload(recordingID: String) throws -> UploadRecord?
     /// Removes the upload row (the caller deleted the object first); a missing row is fine.
     func deleteUpload(recordingID: String) throws
+    /// Uploads whose recording row is gone (retention, `recordctl delete`): their objects are
+    /// deleted next, then these rows. Any server of a fleet may do it.
+    func uploadsOfDeletedRecordings(limit: Int) throws -> [UploadRecord]
 
     /// Inserts or replaces this server's row in the fleet table.
     func recordHeartbeat(_ server: ServerRecord) throws

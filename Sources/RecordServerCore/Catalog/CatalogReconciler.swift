@@ -24,7 +24,13 @@ struct CatalogReconciler {
         var samples: [String: Int64] = [:], bytes: [String: Int64] = [:]
         // Whether every file was read: only then do tracks that no file holds count 0 samples.
         var readAll = true
-        for var recording in recordings where recording.status != .recording && FileManager.default.fileExists(atPath: recording.path) {
+        for var recording in recordings where recording.status != .recording {
+            // Not on this disk (its local copy removed after the upload): not read, so the
+            // counts it contributes are not known here and the tracks keep theirs.
+            guard FileManager.default.fileExists(atPath: recording.path) else {
+                readAll = false
+                continue
+            }
             let inspection: MP4Inspection
             do {
                 inspection = try MP4Inspection.inspect(path: recording.path)

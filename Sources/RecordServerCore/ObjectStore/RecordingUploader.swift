@@ -57,8 +57,10 @@ struct RecordingUploader: Service {
         }
     }
 
-    /// Uploads what awaits (those not waiting out a failure's delay).
+    /// Deletes the objects of deleted recordings, then uploads what awaits (those not waiting
+    /// out a failure's delay).
     func pass(_ failures: UploadFailures) async {
+        await purgeDeletedRecordings()
         let catalog = self.catalog
         let awaiting: [RecordingRecord]
         do {
@@ -118,6 +120,33 @@ struct RecordingUploader: Service {
 }
 
 extension RecordingUploader {
+    /// A recording deleted by retention or by an operator (`recordctl delete`) leaves its
+    /// upload row: the object goes now, then the row. The row is the to-do item: a store that
+    /// is down, or a crash in between, leaves it for a later pass, so no object outlives its
+    /// recording unnoticed (the catalog is the index of the bucket; an object it no longer
+    /// lists is storage paid for nothing, found by no one).
+    func purgeDeletedRecordings() async {
+        let catalog = self.catalog
+        let deleted: [UploadRecord]
+        do { deleted = try await StorageExecutor.pool.runIfActive { try catalog.uploadsOfDeletedRecordings(limit: Self.batch * 4) } } catch {
+            logger.error("object store: cannot read the uploads of deleted recordings", metadata: ["error": "\(error)"])
+            return
+        }
+        for upload in deleted {
+            do {
+                try await store.client.deleteObject(key: store.relativeKey(upload.objectKey))
+                try await StorageExecutor.pool.runIfActive { try catalog.deleteUpload(recordingID: upload.recordingID) }
+                logger.notice("object store: object of a deleted recording removed", metadata: [
+                    "recording": "\(upload.recordingID)", "key": "\(upload.objectKey)"])
+            } catch {
+                metrics.uploadFailed()
+                logger.error("object store: cannot remove the object of a deleted recording; trying again at the next pass", metadata: [
+                    "recording": "\(upload.recordingID)", "key": "\(upload.objectKey)", "error": "\(error)"])
+                return
+            }
+        }
+    }
+
     /// Once every file of a finished session is uploaded as a finished object, the live copy
     /// of it (``LiveShipper``) has served its purpose: a server that takes the session over
     /// would answer its agent from the catalog, not continue it. Its objects go.

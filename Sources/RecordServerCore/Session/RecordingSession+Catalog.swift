@@ -123,7 +123,7 @@ extension RecordingSession {
         // A file that never held a durable fragment goes with its row; one that is gone
         // (a cancel's discarded file) has no row.
         for empty in all where emptySegments.contains(empty.index) { removeEmptyRecording(empty) }
-        for gone in all where !FileManager.default.fileExists(atPath: gone.path) {
+        for gone in all where !FileManager.default.fileExists(atPath: gone.path) && !isInObjectStore(gone.id) {
             catalogWrite("delete recording \(gone.id)") { try catalog.deleteRecording(id: gone.id) }
         }
         let files = all.filter { !emptySegments.contains($0.index) && FileManager.default.fileExists(atPath: $0.path) }
@@ -134,6 +134,12 @@ extension RecordingSession {
         }
         persistTracks()
         if !CatalogReconciler(catalog: catalog, logger: logger, metrics: metrics).reconcile(sessionID: id.value) { owesCatalog = true }
+    }
+
+    /// Whether the recording's file is in object storage, its local copy possibly removed by
+    /// policy: its row stays (deleting it would delete the object too). Unknown counts as yes.
+    private func isInObjectStore(_ recordingID: String) -> Bool {
+        do { return try catalog.upload(recordingID: recordingID) != nil } catch { return true }
     }
 
     func catalogWrite(_ what: String, _ body: () throws -> Void) {

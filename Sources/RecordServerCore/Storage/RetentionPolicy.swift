@@ -5,8 +5,13 @@ import Foundation
 ///
 /// - `maxAge`: a finished recording whose file was finished (`finishedAt`, else `createdAt`)
 ///   at least this many seconds before `now` is deleted.
-/// - `maxTotalBytes`: while the catalog's total size (live recordings included, they use the
-///   disk too) is above this, the oldest finished recordings are deleted.
+/// - `maxTotalBytes`: while this server's recordings on its disk (live ones included, they
+///   use the disk too) take more than this, its oldest finished recordings are deleted. A
+///   file whose local copy was removed after its upload takes no room here and is not counted.
+///
+/// In a fleet sharing one catalog, each server applies its own policy to its own recordings
+/// (``RecordingCatalog/oldestFinishedRecordings(limit:offset:)``). A deleted recording that
+/// was uploaded loses its object too, at the uploader's next pass.
 ///
 /// Recordings of a live session (`isLive(sessionID)`, which includes sessions waiting for
 /// their agent to resume) are never deleted, nor are recordings still being written.
@@ -64,7 +69,13 @@ struct RetentionPolicy: Sendable, Equatable {
             if page.isEmpty { break }
             for recording in page {
                 let expired = cutoff.map { (recording.finishedAt ?? recording.createdAt) <= $0 } ?? false
-                guard !isLive(recording.sessionID), expired || overBudget() else {
+                // A file only in the bucket (its local copy removed after the upload) takes no
+                // room on this disk: the size limit neither counts it nor deletes it; its age does.
+                let onThisDisk: Bool
+                do { onThisDisk = try catalog.upload(recordingID: recording.id)?.localRemoved != true } catch {
+                    throw RetentionError(.catalog(CatalogError(wrapping: error)), deletedBeforeFailure: deleted)
+                }
+                guard !isLive(recording.sessionID), expired || (onThisDisk && overBudget()) else {
                     kept += 1
                     continue
                 }
@@ -74,7 +85,7 @@ struct RetentionPolicy: Sendable, Equatable {
                 } catch {
                     throw RetentionError(error, deletedBeforeFailure: deleted)
                 }
-                total -= recording.sizeBytes
+                if onThisDisk { total -= recording.sizeBytes }
                 deleted.append(recording)
                 touchedSessions[recording.sessionID] = (recording.path as NSString).deletingLastPathComponent
             }

@@ -155,16 +155,27 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
     // MARK: Retention support
 
     func totalRecordingBytes() throws(CatalogError) -> Int64 {
-        try fetch("sum recording sizes", #"SELECT COALESCE(SUM("sizeBytes"), 0)::BIGINT FROM recordings"#) { row in
+        try fetch("sum recording sizes", #"""
+            SELECT COALESCE(SUM(r."sizeBytes"), 0)::BIGINT FROM recordings r LEFT JOIN sessions s ON s."id" = r."sessionID"
+            WHERE (s."serverID" = \#(serverID) OR s."serverID" IS NULL)
+              AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u."recordingID" = r."id" AND u."localRemoved")
+            """#) { row in
             try row.decode(Int64.self)
         }.first ?? 0
     }
 
     func oldestFinishedRecordings(limit: Int, offset: Int) throws(CatalogError) -> [RecordingRecord] {
         try fetch("list finished recordings", #"""
-            SELECT \#(unescaped: PostgresCatalogRows.recordingColumns) FROM recordings WHERE "status" <> \#(RecordingStatus.recording.rawValue)
-            ORDER BY "createdAt", "sessionID", "segmentIndex" LIMIT \#(Int64(max(0, limit))) OFFSET \#(Int64(max(0, offset)))
+            SELECT \#(unescaped: Self.recordingColumns(as: "r")) FROM recordings r LEFT JOIN sessions s ON s."id" = r."sessionID"
+            WHERE r."status" <> \#(RecordingStatus.recording.rawValue) AND (s."serverID" = \#(serverID) OR s."serverID" IS NULL)
+            ORDER BY r."createdAt", r."sessionID", r."segmentIndex" LIMIT \#(Int64(max(0, limit))) OFFSET \#(Int64(max(0, offset)))
             """#, PostgresCatalogRows.recording)
+    }
+
+    /// The recording columns qualified with a table alias, for queries that join.
+    private static func recordingColumns(as alias: String) -> String {
+        PostgresCatalogRows.recordingColumns.split(separator: ",").map { alias + "." + $0.trimmingCharacters(in: .whitespaces) }
+            .joined(separator: ", ")
     }
 
     // MARK: Tracks
@@ -190,10 +201,8 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
     // MARK: Uploads
 
     func recordingsAwaitingUpload(limit: Int) throws(CatalogError) -> [RecordingRecord] {
-        let columns = PostgresCatalogRows.recordingColumns.split(separator: ",").map { "r." + $0.trimmingCharacters(in: .whitespaces) }
-            .joined(separator: ", ")
-        return try fetch("list recordings awaiting upload", #"""
-            SELECT \#(unescaped: columns) FROM recordings r JOIN sessions s ON s."id" = r."sessionID"
+        try fetch("list recordings awaiting upload", #"""
+            SELECT \#(unescaped: Self.recordingColumns(as: "r")) FROM recordings r JOIN sessions s ON s."id" = r."sessionID"
             WHERE r."status" <> \#(RecordingStatus.recording.rawValue) AND (s."serverID" = \#(serverID) OR s."serverID" IS NULL)
               AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u."recordingID" = r."id")
             ORDER BY r."createdAt", r."sessionID", r."segmentIndex" LIMIT \#(Int64(max(0, limit)))
@@ -217,6 +226,14 @@ public final class PostgresCatalog: RecordingCatalog, Sendable {
 
     func deleteUpload(recordingID: String) throws(CatalogError) {
         try run("delete the upload of \(recordingID)", #"DELETE FROM uploads WHERE "recordingID" = \#(recordingID)"#)
+    }
+
+    func uploadsOfDeletedRecordings(limit: Int) throws(CatalogError) -> [UploadRecord] {
+        try fetch("list uploads of deleted recordings", #"""
+            SELECT \#(unescaped: PostgresCatalogRows.uploadColumns) FROM uploads u
+            WHERE NOT EXISTS (SELECT 1 FROM recordings r WHERE r."id" = u."recordingID")
+            ORDER BY u."uploadedAt", u."recordingID" LIMIT \#(Int64(max(0, limit)))
+            """#, PostgresCatalogRows.upload)
     }
 
     // MARK: Servers
