@@ -113,7 +113,9 @@ struct RecordingsInObjectStorageTests {
         let upload = try await uploaded(fixture, recording)
         #expect(try await client(bucket: bucket).headObject(key: upload.objectKey).metadata["recording-id"] == recording.id)
 
-        let deleted = try RetentionPolicy(maxAge: 0).apply(catalog: fixture.serverCatalog(), now: Date(), isLive: { _ in false })
+        // As the server's retention: its catalog, as that server (each applies it to its own).
+        let asTheServer = try Catalog(path: fixture.dataDirectory + "/catalog.sqlite", serverID: try ServerIdentity.load(dataDirectory: fixture.dataDirectory))
+        let deleted = try RetentionPolicy(maxAge: 0).apply(catalog: asTheServer, now: Date(), isLive: { _ in false })
         #expect(deleted.map(\.id) == [recording.id])
         #expect(!FileManager.default.fileExists(atPath: recording.path))
         try await eventually("the object of the deleted recording to be removed") { () -> Bool? in
