@@ -167,13 +167,15 @@ struct SessionAcrossAgentsTests {
             }
             let started = try await offPool { try recordctl(["start", "--agent", "cam-a", "--agent", "mic-b", "--json"], environment: env) }
             let sessionID = try #require(try started.json()["session_id"] as? String, "\(started.output)")
-            _ = try await samples(of: "front", atLeast: 4 * Self.fps, session: sessionID, env: env)
+            let frontBefore = try await samples(of: "front", atLeast: 4 * Self.fps, session: sessionID, env: env)
+            let toneBefore = try await samples(of: "tone", atLeast: 1, session: sessionID, env: env)
             server.kill9()
             try server.start()
             try await server.waitUntilListening()
-            // After the restart the session counts what arrives anew: both agents are back and sending.
-            _ = try await samples(of: "front", atLeast: 4 * Self.fps, session: sessionID, env: env, seconds: 120)
-            _ = try await samples(of: "tone", atLeast: 4 * 50, session: sessionID, env: env)
+            // After the restart the session counts on from what its file holds: both agents are
+            // back and sending once each track has four more seconds than were counted before.
+            _ = try await samples(of: "front", atLeast: frontBefore + 4 * Self.fps, session: sessionID, env: env, seconds: 120)
+            _ = try await samples(of: "tone", atLeast: toneBefore + 4 * 50, session: sessionID, env: env)
             let stopped = try await offPool { try recordctl(["stop", sessionID], environment: env) }
             #expect(stopped.status == 0, "\(stopped.output)")
             let recording = try await eventually("the session's file to be final", seconds: 60) { () -> String? in
