@@ -91,6 +91,58 @@ struct ClockModelTests {
         }
     }
 
+    /// A clean path (a LAN, loopback: a few hundred µs each way) pins the drift down within
+    /// seconds: it is fitted early, so the offset does not lag a drifting clock by the 1.5 ms
+    /// that half a 30 s mean costs at 100 ppm (two such agents drifting apart would sit 3 ms
+    /// apart in a session's first two minutes).
+    @Test("on a clean path the drift is fitted within 20 s, and the offset does not lag a drifting clock", arguments: [100.0, -100.0])
+    func cleanPathFitsTheDriftEarly(driftPPM: Double) throws {
+        for seed in UInt64(21)...25 {
+            var link = SimulatedLink(driftPPM: driftPPM, random: SplitMix64(seed: seed))
+            var estimator = ClockEstimator()
+            var t: Int64 = 1_000_000_000_000
+            for _ in 0..<20 {
+                let forward = Int64(link.uniform(100_000...400_000)), back = Int64(link.uniform(100_000...400_000))
+                estimator.add(link.exchange(at: t, forward: forward, back: back))
+                t += link.interval
+            }
+            let estimate = try #require(estimator.estimate)
+            let error = estimate.offset - link.trueOffset(at: estimate.at)
+            #expect(abs(error) <= 300_000, "seed \(seed): offset off by \(Double(error) / 1e6) ms after 20 s")
+            #expect(abs(estimate.driftPPM - driftPPM) <= 20, "seed \(seed): drift \(estimate.driftPPM) ppm, true \(driftPPM)")
+        }
+    }
+
+    /// The agent's clock does not change while its network is cut: the next connection goes on
+    /// from the history, and a first exchange that disagrees with it (a rebooted host) drops it.
+    @Test("a carried-over history goes on when the new connection's first exchange agrees, and is dropped when not")
+    func carriedOverHistory() throws {
+        var link = SimulatedLink(driftPPM: 100, random: SplitMix64(seed: 31))
+        var estimator = ClockEstimator()
+        var t: Int64 = 1_000_000_000_000
+        for _ in 0..<60 {
+            estimator.add(link.exchange(at: t, forward: 300_000, back: 300_000))
+            t += link.interval
+        }
+        var carried = estimator
+        carried.carryOver()
+        #expect(!carried.isConfirmed && carried.estimate != nil)
+        t += 20_000_000_000  // a 20 s cut
+        carried.add(link.exchange(at: t, forward: 300_000, back: 300_000))
+        let goneOn = try #require(carried.estimate)
+        #expect(carried.isConfirmed && carried.restarts == 0 && goneOn.exchanges == 61)
+        #expect(abs(goneOn.offset - link.trueOffset(at: goneOn.at)) <= 100_000)
+        #expect(abs(goneOn.driftPPM - 100) <= 5, "the drift is known from the first exchange on: \(goneOn.driftPPM) ppm")
+
+        var rebooted = estimator
+        rebooted.carryOver()
+        link.offset -= 7_200_000_000_000
+        rebooted.add(link.exchange(at: t, forward: 300_000, back: 300_000))
+        let fresh = try #require(rebooted.estimate)
+        #expect(rebooted.isConfirmed && rebooted.restarts == 1 && fresh.exchanges == 1)
+        #expect(abs(fresh.offset - link.trueOffset(at: fresh.at)) <= 100_000)
+    }
+
     @Test("an asymmetric path moves the offset by half the asymmetry, and the bound covers it")
     func asymmetryIsHalfAndBounded() throws {
         for asymmetry in [20.0, -20.0, 8.0] {
@@ -204,6 +256,38 @@ struct ClockModelTests {
         #expect(mapping.steps == 1)
         let after = mapping.serverTime(forAgentTime: 3_608_000_000_000)
         #expect(after == 3_000_000_000)
+    }
+
+    /// Between a session's forming and its first sample nothing is mapped, so nothing has to
+    /// stay continuous: the mapping takes each newer estimate as it is instead of slewing from
+    /// the first (perhaps poor) one at 0.5 ms per second.
+    @Test("mapping: until a time is mapped it follows each estimate exactly; afterwards it slews")
+    func followsEstimatesUntilATimeIsMapped() throws {
+        var mapping = ClockMapping()
+        var estimate = ClockEstimator.Estimate(offset: 5_000_000_000, at: 0, driftPPM: 0, roundTrip: 1_000_000, uncertainty: 500_000, exchanges: 2)
+        mapping.update(estimate, agentNow: 5_000_000_000)
+        estimate.offset -= 12_000_000  // the next estimate: 12 ms off the first
+        estimate.at = 1_000_000_000
+        mapping.update(estimate, agentNow: 5_988_000_000)
+        let mappedFirst = mapping.serverTime(forAgentTime: 6_988_000_000)
+        let first = try #require(mappedFirst)
+        #expect(first == 2_000_000_000)
+        estimate.offset += 5_000_000
+        estimate.at = 2_000_000_000
+        mapping.update(estimate, agentNow: 6_993_000_000)
+        let mappedSecond = mapping.serverTime(forAgentTime: 7_993_000_000)
+        let second = try #require(mappedSecond)
+        // The new estimate puts it at 3.000 s, the mapping so far at 3.005 s: one second on,
+        // at most 0.5 ms of the 5 ms is closed, since what was mapped stays put.
+        #expect(second >= 3_004_500_000 && second < 3_005_000_000, "\(second)")
+    }
+
+    @Test("a session across agents starts once every agent's clock rests on 8 exchanges, and 2 s ahead at least")
+    func startLeadWaitsForSettledClocks() {
+        #expect(SessionRegistry.startLead(exchanges: 1) == .seconds(7))
+        #expect(SessionRegistry.startLead(exchanges: 5) == .seconds(3))
+        #expect(SessionRegistry.startLead(exchanges: 8) == .seconds(2))
+        #expect(SessionRegistry.startLead(exchanges: 300) == .seconds(2))
     }
 
     @Test("mapping: nothing maps before the first estimate")

@@ -28,8 +28,14 @@ struct SessionAcrossAgentsRegistryTests {
         for (connection, (agent, offset)) in [("cam", Int64(0)), ("mic", Int64(5_000_000_000))].enumerated() {
             let info = ConnectedAgentInfo(id: agent, address: "127.0.0.1", softwareVersion: "test", connectedAt: Date(), lastSeen: Date())
             await registry.agentConnected(.init(connection: UInt64(connection + 1), info: info, send: { _ in }))
-            let estimate = ClockEstimator.Estimate(offset: offset, at: 0, driftPPM: 0, roundTrip: 200_000, uncertainty: 10_000, exchanges: 30)
-            await registry.agentSeen(agent, connection: UInt64(connection + 1), roundTripMillis: 0.2, clock: estimate, sessionID: nil)
+            // 30 exchanges over a clean 0.2 ms round trip: the agent's clock `offset` ahead.
+            var history = ClockEstimator()
+            for k in Int64(0)..<30 {
+                let sent = k * 1_000_000_000
+                history.add(ClockExchange(serverSent: sent, agentReceived: sent + 100_000 + offset, agentSent: sent + 100_000 + offset,
+                                          serverReceived: sent + 200_000))
+            }
+            await registry.agentSeen(agent, connection: UInt64(connection + 1), roundTripMillis: 0.2, history: history, sessionID: nil)
         }
         return registry
     }
@@ -187,5 +193,27 @@ struct SessionAcrossAgentsRegistryTests {
         }
         await #expect(throws: AdminError.self) { try await start.value }
         #expect(await registry.liveSessionCount == 0)
+    }
+
+    /// An agent whose network was cut reconnects while its old connection still looks alive to
+    /// the server: the new connection goes on from the clock history the old one built, and a
+    /// connection that is no longer the agent's does not overwrite it.
+    @Test func aReconnectingAgentGoesOnFromItsClockHistory() async throws {
+        let directory = try TemporaryDirectory(prefix: "across-clock-history")
+        let registry = try await Self.registry(directory)
+        let carried = try #require(await registry.clockHistory(of: "mic"))
+        #expect(carried.isCarriedOver && !carried.isConfirmed)
+        #expect(carried.estimate?.exchanges == 30 && carried.estimate?.offset == 5_000_000_000)
+        #expect(await registry.clockHistory(of: "nobody") == nil)
+
+        // mic's new connection (3) replaces the old one (2), which then reports one more exchange.
+        let info = ConnectedAgentInfo(id: "mic", address: "127.0.0.1", softwareVersion: "test", connectedAt: Date(), lastSeen: Date())
+        await registry.agentConnected(.init(connection: 3, info: info, send: { _ in }))
+        var stale = ClockEstimator()
+        stale.add(ClockExchange(serverSent: 40_000_000_000, agentReceived: 45_000_100_000, agentSent: 45_000_100_000, serverReceived: 40_000_200_000))
+        await registry.agentSeen("mic", connection: 2, roundTripMillis: 0.2, history: stale, sessionID: nil)
+        #expect(await registry.clockHistory(of: "mic")?.estimate?.exchanges == 30, "a stale connection leaves the history alone")
+        await registry.agentDisconnected("mic", connection: 2)
+        #expect(await registry.clockHistory(of: "mic")?.estimate?.exchanges == 30, "the history outlives the connection that built it")
     }
 }

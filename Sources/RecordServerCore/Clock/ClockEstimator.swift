@@ -17,9 +17,12 @@ import AdminModels
 ///    at most 5 ms): on a path with ±10 ms of jitter a delay spike of 50 ms weighs about 1/100
 ///    of a clean exchange;
 /// 4. fits offset = a + b·t by weighted least squares over the server's time: `b` is the drift,
-///    fitted once the exchanges span ``driftSpan`` (two minutes) and shrunk towards 0 by a
-///    ±200 ppm prior where the exchanges say little; before that the drift is taken as 0 and the
-///    offset is the weighted mean of the last 30 s, which a ±100 ppm clock moves by 1.5 ms at most;
+///    shrunk towards 0 by a ±200 ppm prior where the exchanges say little, and fitted once the
+///    exchanges pin it down to ``driftPrecisionPPM`` (30 ppm: about 7 s of exchanges on a clean
+///    path, half a minute on a jittery one) or span ``driftSpan`` (two minutes); before that the drift
+///    is taken as 0 and the offset is the weighted mean of the last 30 s, which a ±100 ppm clock
+///    moves by 1.5 ms at most (a lag the early fit removes: two agents drifting apart by 200 ppm
+///    would otherwise sit 3 ms apart for the first two minutes of their exchanges);
 /// 5. reports the offset at the newest exchange, the drift, the smallest round trip, and a
 ///    one-sigma uncertainty (the larger of what the weights predict and what the residuals show).
 ///
@@ -70,8 +73,12 @@ struct ClockEstimator: Sendable {
     /// The timing noise of one clean exchange, nanoseconds: the weight of an exchange with no
     /// excess round trip, and the floor of the uncertainty.
     let noiseFloor: Int64
-    /// The drift is fitted once the exchanges span this much server time, nanoseconds.
+    /// The drift is fitted once the exchanges span this much server time, nanoseconds, or
+    /// earlier once they give it to within ``driftPrecisionPPM``.
     let driftSpan: Int64
+    /// The drift is fitted as soon as its standard error (the larger of what the weights predict
+    /// and what the residuals show) is this small, ppm.
+    let driftPrecisionPPM: Double
     /// A fitted drift beyond this is clamped (crystals stay within ±100 ppm; a larger figure
     /// is noise over a short span, or a clock that is not a clock).
     let maxDriftPPM: Double
@@ -87,14 +94,37 @@ struct ClockEstimator: Sendable {
     /// Exchanges refused as impossible (see ``ClockExchange/isPlausible``).
     private(set) var implausible = 0
     private(set) var estimate: Estimate?
+    /// Whether this history comes from an earlier connection of the agent and waits for the
+    /// first exchange of the new one to confirm it (``carryOver()``).
+    private(set) var isCarriedOver = false
+    /// Carried-over histories dropped because the new connection's first exchange disagreed.
+    private(set) var restarts = 0
+
+    /// How far a new connection's first exchange may land from the carried-over estimate's
+    /// prediction beyond half its round trip, plus 200 ppm of the time since, nanoseconds.
+    static let carryOverTolerance: Int64 = 50_000_000
+
+    /// Whether there is an estimate that an exchange of the current connection confirmed.
+    var isConfirmed: Bool { estimate != nil && !isCarriedOver }
+
+    /// Readies this history for the agent's next connection. The agent's clock did not change
+    /// while it was away, so its exchanges still say how that clock runs: the new connection
+    /// goes on from the fitted offset and drift instead of from one exchange (samples sent
+    /// after a reconnect, the backlog of a network cut among them, are mapped as well as those
+    /// before it). The first exchange of the new connection must agree with the estimate;
+    /// otherwise (the agent's host rebooted, or its clock was stepped) the history is dropped.
+    mutating func carryOver() {
+        isCarriedOver = estimate != nil
+    }
 
     init(window: Int64 = 600_000_000_000, capacity: Int = 512, localSpan: Int64 = 30_000_000_000,
-         noiseFloor: Int64 = 500_000, driftSpan: Int64 = 120_000_000_000, maxDriftPPM: Double = 1000) {
+         noiseFloor: Int64 = 500_000, driftSpan: Int64 = 120_000_000_000, driftPrecisionPPM: Double = 30, maxDriftPPM: Double = 1000) {
         self.window = window
         self.capacity = capacity
         self.localSpan = localSpan
         self.noiseFloor = noiseFloor
         self.driftSpan = driftSpan
+        self.driftPrecisionPPM = driftPrecisionPPM
         self.maxDriftPPM = maxDriftPPM
     }
 
@@ -105,6 +135,16 @@ struct ClockEstimator: Sendable {
         guard exchange.isPlausible, exchanges.last.map({ exchange.serverMidpoint > $0.serverMidpoint }) ?? true else {
             implausible += 1
             return false
+        }
+        if isCarriedOver, let estimate {
+            isCarriedOver = false
+            let since = abs(exchange.serverMidpoint &- estimate.at)
+            let tolerance = Self.carryOverTolerance &+ exchange.roundTrip / 2 &+ since / 5_000
+            if abs(exchange.offset &- estimate.offset(atServerTime: exchange.serverMidpoint)) > tolerance {
+                exchanges.removeAll()
+                self.estimate = nil
+                restarts += 1
+            }
         }
         exchanges.append(exchange)
         while exchanges.count > capacity { exchanges.removeFirst() }
@@ -133,6 +173,47 @@ struct ClockEstimator: Sendable {
         return excesses
     }
 
+    /// The weighted sums of a least-squares line through (time, offset) points, in milliseconds.
+    private struct WeightedSums {
+        let total: Double
+        let meanTime: Double
+        let meanOffset: Double
+        /// Σ w (t − t̄)²
+        let sxx: Double
+        /// Σ w (t − t̄)(y − ȳ)
+        let sxy: Double
+
+        init(times: [Double], offsets: [Double], weights: [Double]) {
+            total = weights.reduce(0, +)
+            meanTime = zip(weights, times).reduce(0) { $0 + $1.0 * $1.1 } / total
+            meanOffset = zip(weights, offsets).reduce(0) { $0 + $1.0 * $1.1 } / total
+            var sxx = 0.0
+            var sxy = 0.0
+            for i in times.indices {
+                sxx += weights[i] * (times[i] - meanTime) * (times[i] - meanTime)
+                sxy += weights[i] * (times[i] - meanTime) * (offsets[i] - meanOffset)
+            }
+            self.sxx = sxx
+            self.sxy = sxy
+        }
+    }
+
+    /// The standard error of the weighted least-squares slope (ms per ms) of `offsets` over
+    /// `times`: the larger of what the model expects of each exchange (variance 1 / (12 w), see
+    /// ``fit()``) and what the residuals show; infinite when the times do not spread.
+    private static func slopeError(times: [Double], offsets: [Double], weights: [Double]) -> Double {
+        let sums = WeightedSums(times: times, offsets: offsets, weights: weights)
+        guard sums.sxx > 0 else { return .infinity }
+        let slope = sums.sxy / sums.sxx
+        var observed = 0.0
+        for i in times.indices {
+            let leverage = weights[i] * (times[i] - sums.meanTime) / sums.sxx
+            let residual = offsets[i] - sums.meanOffset - slope * (times[i] - sums.meanTime)
+            observed += leverage * leverage * residual * residual
+        }
+        return max(1 / (12 * sums.sxx), observed).squareRoot()
+    }
+
     private func fit() -> Estimate? {
         guard let newest = exchanges.last else { return nil }
         // Work in milliseconds relative to the newest exchange: small numbers, full precision.
@@ -156,20 +237,13 @@ struct ClockEstimator: Sendable {
         // Until the drift can be fitted, a constant is: over the last recentSpan only, so that
         // a drifting clock's older offsets do not hold the estimate back.
         let span: Int64 = newest.serverMidpoint &- exchanges.first!.serverMidpoint
-        let fitsDrift = exchanges.count >= 3 && span >= driftSpan
+        let fitsDrift = exchanges.count >= 3 && (span >= driftSpan || Self.slopeError(times: times, offsets: offsets, weights: weights) * 1e6 <= driftPrecisionPPM)
         let recent = -Double(Self.recentSpan) / ms
         if !fitsDrift, times.filter({ $0 >= recent }).count >= 3 {
             for i in times.indices where times[i] < recent { weights[i] = 0 }
         }
-        let total = weights.reduce(0, +)
-        let meanTime = zip(weights, times).reduce(0) { $0 + $1.0 * $1.1 } / total
-        let meanOffset = zip(weights, offsets).reduce(0) { $0 + $1.0 * $1.1 } / total
-        var sxx = 0.0
-        var sxy = 0.0
-        for i in times.indices {
-            sxx += weights[i] * (times[i] - meanTime) * (times[i] - meanTime)
-            sxy += weights[i] * (times[i] - meanTime) * (offsets[i] - meanOffset)
-        }
+        let sums = WeightedSums(times: times, offsets: offsets, weights: weights)
+        let (total, meanTime, meanOffset, sxx, sxy) = (sums.total, sums.meanTime, sums.meanOffset, sums.sxx, sums.sxy)
         // The slope is shrunk towards 0 by a prior of ±200 ppm (what crystals do), through the
         // model variance 1 / (12 w) of each exchange: with many good exchanges the prior does
         // nothing; with a few noisy ones over a short span it keeps a bogus slope from being

@@ -51,8 +51,9 @@ struct ClockMapping: Sendable {
     /// that produced it, or later).
     mutating func update(_ estimate: ClockEstimator.Estimate, agentNow: Int64) {
         let rate = 1 / (1 + estimate.driftPPM / 1e6)
-        guard let last = breakpoints.last else {
-            breakpoints.append(Breakpoint(agent: agentNow, server: estimate.serverTime(forAgentTime: agentNow), rate: rate))
+        // Until a time is mapped nothing needs to stay continuous: the mapping is the estimate.
+        guard let last = breakpoints.last, newestMapped != nil else {
+            breakpoints = [Breakpoint(agent: agentNow, server: estimate.serverTime(forAgentTime: agentNow), rate: rate)]
             return
         }
         let at = max(agentNow, newestMapped ?? agentNow, last.agent)

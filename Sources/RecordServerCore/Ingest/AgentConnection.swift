@@ -117,6 +117,7 @@ struct AgentConnection {
             let agent = try authenticator.authenticate(hello, peerCertificate: await peerCertificate())
             guard !(await registry.isShuttingDown) else { throw ProtocolError(.shuttingDown, "the server is shutting down") }
             state.agentID = agent
+            if let history = await registry.clockHistory(of: agent) { state.clock = history }
             logger[metadataKey: "agent"] = "\(agent)"
             // From now on the peer may send frames up to the full limit (MessageBatchDecoderHandler).
             channel.channel.triggerUserOutboundEvent(MessageBatchDecoderHandler.Authenticated(), promise: nil)
@@ -155,7 +156,7 @@ struct AgentConnection {
 
         case .sessionResume(let resume):
             guard case .resumeRequested = action else { return }
-            if state.clock.estimate == nil, await registry.resumeNeedsClock(resume.sessionID) {
+            if !state.clock.isConfirmed, await registry.resumeNeedsClock(resume.sessionID) {
                 state.resumeWaitingForClock = resume
                 return
             }
@@ -211,8 +212,8 @@ struct AgentConnection {
                                          serverReceived: readAt)
             state.clock.add(exchange)
             await registry.agentSeen(state.agentID ?? "", connection: connection, roundTripMillis: max(Double(exchange.roundTrip) / 1e6, 0),
-                                     clock: state.clock.estimate, sessionID: state.session?.id.value)
-            if let resume = state.resumeWaitingForClock, state.clock.estimate != nil {
+                                     history: state.clock, sessionID: state.session?.id.value)
+            if let resume = state.resumeWaitingForClock, state.clock.isConfirmed {
                 state.resumeWaitingForClock = nil
                 try await onStorageThreads { try await takeResume(resume, state: &state, connection: connection, outbound: outbound, logger: logger) }
             }

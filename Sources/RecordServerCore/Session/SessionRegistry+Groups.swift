@@ -39,7 +39,8 @@ extension SessionRegistry {
             links.append(link)
         }
         let id = Self.newGroupSessionID()
-        let commands = scheduled(links, lead: Self.startLead) { StartSession(labels: labels, startAt: $0) }
+        let settled = links.map { latestClock(of: $0.info.id)?.exchanges ?? 0 }.min() ?? 0
+        let commands = scheduled(links, lead: Self.startLead(exchanges: settled)) { StartSession(labels: labels, startAt: $0) }
         let result: Result<String, AdminError> = await withCheckedContinuation { continuation in
             pendingGroups[id] = PendingGroup(id: id, agents: agentIDs, starter: continuation)
             Task {
@@ -55,6 +56,18 @@ extension SessionRegistry {
     /// How far ahead a session across agents starts: time for every agent to hear of it and
     /// open its devices, so that all of them start at the same instant (protocol.md §6.16).
     static let startLead = Duration.seconds(2)
+    /// The exchanges (one a second) a clock estimate rests on before the samples it maps
+    /// count: the first few, taken while an agent was just starting, may have queued on a busy
+    /// host, and a mapping that starts off slews back at 0.5 ms per second at most.
+    static let settledClockExchanges = 8
+
+    /// ``startLead``, or longer when an agent's clock estimate is younger than
+    /// ``settledClockExchanges`` exchanges: the start waits for it to settle (7 s at most, within
+    /// ``startWait``, since agents open their parts at once and start at the instant).
+    static func startLead(exchanges: Int) -> Duration {
+        let missing = settledClockExchanges - exchanges
+        return max(startLead, AgentConnection.clockProbeInterval * missing)
+    }
     /// How far ahead it stops: time for every agent to hear of it (protocol.md §6.17).
     static let stopLead = Duration.seconds(1)
 

@@ -74,6 +74,10 @@ actor SessionRegistry {
     /// Each connected agent's newest clock estimate: a session across agents maps its samples'
     /// times through it.
     private var clocks: [String: ClockEstimator.Estimate] = [:]
+    /// Each agent's clock estimator, for its next connection to go on from
+    /// (``ClockEstimator/carryOver()``); at most ``clockHistoryCapacity``.
+    private var clockHistories: [String: ClockEstimator] = [:]
+    static let clockHistoryCapacity = 4096
 
     init(catalog: any RecordingCatalog, settings: SessionSettings, maxSessions: Int, maxSessionsPerAgent: Int = 4,
                 metrics: any IngestMetrics, logger: Logger, dataDirectory: String, clock: any ServerClock = SystemServerClock(),
@@ -119,7 +123,10 @@ actor SessionRegistry {
         events.publish(ServerEvent(type: .agentOffline, agentID: agentID))
     }
 
-    func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, clock: ClockEstimator.Estimate? = nil, sessionID: String?) {
+    /// - Parameter history: the agent's clock estimator on this connection, after a new exchange.
+    func agentSeen(_ agentID: String, connection: UInt64, roundTripMillis: Double?, history: ClockEstimator? = nil, sessionID: String?) {
+        let clock = history?.estimate
+        if let history, clock != nil, agents[agentID]?.connection == connection { keepClockHistory(history, of: agentID) }
         updateAgent(agentID, connection: connection) { info in
             info.lastSeen = Date()
             if let roundTripMillis { info.roundTripMillis = roundTripMillis }
@@ -141,6 +148,24 @@ actor SessionRegistry {
     }
 
     func latestClock(of agentID: String) -> ClockEstimator.Estimate? { clocks[agentID] }
+
+    /// The agent's clock history from its newest connection, readied for a new one (nil when
+    /// there is none). Kept as each exchange comes in, not when the connection ends: an agent
+    /// whose network was cut reconnects before the server has noticed that the old connection
+    /// is dead.
+    func clockHistory(of agentID: String) -> ClockEstimator? {
+        guard var history = clockHistories[agentID] else { return nil }
+        history.carryOver()
+        return history
+    }
+
+    private func keepClockHistory(_ history: ClockEstimator, of agentID: String) {
+        if clockHistories[agentID] == nil, clockHistories.count >= Self.clockHistoryCapacity,
+           let stalest = clockHistories.min(by: { ($0.value.estimate?.at ?? 0) < ($1.value.estimate?.at ?? 0) }) {
+            clockHistories[stalest.key] = nil
+        }
+        clockHistories[agentID] = history
+    }
 
     /// Changes what the admin API shows of a connected agent, in place; `connection` (when
     /// given) must still be the agent's current one.

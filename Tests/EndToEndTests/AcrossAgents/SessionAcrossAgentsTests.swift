@@ -1,3 +1,4 @@
+import CaptureAgentCore
 import Foundation
 import NIOPosix
 import Testing
@@ -96,10 +97,19 @@ struct SessionAcrossAgentsTests {
         // What two-way time transfer cannot see, per agent: half its smallest round trip (the
         // proxy in front of cam-back adds its own, possibly lopsided, delays).
         let listed = try await offPool { try recordctl(["agents", "--json"], environment: env) }
+        let listedAt = SystemMonotonicClock().now()
         var asymmetry: [String: Double] = [:]
         for agent in try listed.json()["agents"] as? [[String: Any]] ?? [] {
-            if let id = agent["id"] as? String, let bound = (agent["clock"] as? [String: Any])?["asymmetry_bound_millis"] as? Double {
+            if let id = agent["id"] as? String, let clock = agent["clock"] as? [String: Any], let bound = clock["asymmetry_bound_millis"] as? Double {
                 asymmetry[id] = bound / 1000
+                // What the estimate is off by (the agent logs how it skews its clock): a figure
+                // that says, when sync fails, whether the clock model or the mapping was off.
+                if let process = agents.first(where: { $0.id == id }), let truth = Self.trueOffsetMillis(agentLog: process.log, at: listedAt),
+                   let offset = clock["offset_millis"] as? Double {
+                    print(String(format: "across agents: %@ clock: offset error %+.2f ms, drift %.1f ppm, %d exchanges, uncertainty %.2f ms, asymmetry bound %.2f ms",
+                                 id, offset - truth, clock["drift_ppm"] as? Double ?? .nan, clock["exchanges"] as? Int ?? 0,
+                                 clock["uncertainty_millis"] as? Double ?? .nan, bound))
+                }
             }
         }
         let stopped = try await offPool { try recordctl(["stop", sessionID], environment: env) }
@@ -140,6 +150,16 @@ struct SessionAcrossAgentsTests {
             #expect(median <= bound, "\(name): median offset \(median * 1000) ms")
             #expect(worst <= 1.0 / Double(Self.fps) + 0.001, "\(name): worst offset \(worst * 1000) ms")
         }
+    }
+
+    /// The agent's clock minus CLOCK_MONOTONIC at `time`, from the line a skewed agent logs
+    /// ("stamping with CLOCK_MONOTONIC + OFFSET ns, DRIFT ppm fast from CLOCK_MONOTONIC ANCHOR ns").
+    static func trueOffsetMillis(agentLog: String, at time: Int64) -> Double? {
+        guard let line = agentLog.split(separator: "\n").first(where: { $0.contains("testing: stamping with CLOCK_MONOTONIC + ") }) else { return nil }
+        let numbers = line.split(whereSeparator: { $0 == " " || $0 == "," }).compactMap { Double($0) }
+        guard numbers.count >= 3 else { return nil }
+        let (offset, drift, anchor) = (numbers[numbers.count - 3], numbers[numbers.count - 2], numbers[numbers.count - 1])
+        return (offset + (Double(time) - anchor) * drift / 1e6) / 1e6
     }
 
     /// A record-server process is killed (SIGKILL) in the middle of a session across two
