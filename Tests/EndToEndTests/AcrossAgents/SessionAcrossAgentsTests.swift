@@ -99,9 +99,11 @@ struct SessionAcrossAgentsTests {
         let listed = try await offPool { try recordctl(["agents", "--json"], environment: env) }
         let listedAt = SystemMonotonicClock().now()
         var asymmetry: [String: Double] = [:]
+        var uncertainty: [String: Double] = [:]
         for agent in try listed.json()["agents"] as? [[String: Any]] ?? [] {
             if let id = agent["id"] as? String, let clock = agent["clock"] as? [String: Any], let bound = clock["asymmetry_bound_millis"] as? Double {
                 asymmetry[id] = bound / 1000
+                uncertainty[id] = (clock["uncertainty_millis"] as? Double ?? 0) / 1000
                 // What the estimate is off by (the agent logs how it skews its clock): a figure
                 // that says, when sync fails, whether the clock model or the mapping was off.
                 if let process = agents.first(where: { $0.id == id }), let truth = Self.trueOffsetMillis(agentLog: process.log, at: listedAt),
@@ -143,8 +145,13 @@ struct SessionAcrossAgentsTests {
             let sorted = offsets.sorted()
             let median = sorted.isEmpty ? .infinity : sorted[sorted.count / 2]
             let worst = sorted.last ?? .infinity
-            // 5 ms, beyond what the two paths' asymmetry may hide (architecture.md, "Clock model").
-            let bound = 0.005 + hosts.map { asymmetry[$0] ?? 0 }.reduce(0, +)
+            // 5 ms, beyond what the model says it cannot know (architecture.md, "Clock model": two
+            // agents are aligned to within their paths' asymmetry plus the estimates' uncertainty):
+            // each path's asymmetry bound, and twice the two estimates' combined one-sigma
+            // uncertainty, which on a quiet machine is about 0.7 ms and grows with the scheduling
+            // noise of a busy one (the whole suite runs beside this test).
+            let unknown = hosts.map { asymmetry[$0] ?? 0 }.reduce(0, +) + 2 * hosts.map { pow(uncertainty[$0] ?? 0, 2) }.reduce(0, +).squareRoot()
+            let bound = 0.005 + unknown
             print("across agents: \(name): \(sorted.count) events, median \(median * 1000) ms, worst \(worst * 1000) ms (median bound \(bound * 1000) ms)")
             #expect(sorted.count >= Int(seconds) - 2, "\(name): \(sorted.count) events")
             #expect(median <= bound, "\(name): median offset \(median * 1000) ms")
