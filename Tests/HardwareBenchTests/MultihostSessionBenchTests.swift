@@ -74,10 +74,7 @@ struct MultihostSessionBenchTests {
         let front = decoded.flashTimes(videoTrack: 0, fps: Self.fps), back = decoded.flashTimes(videoTrack: 1, fps: Self.fps)
         // Per beep, its nearest flash: flash time minus beep time. Only events while both tracks
         // ran: a beep in the last half second after a camera's last frame has no flash to match.
-        func during(_ events: [Double], _ references: [Double]) -> [Double] {
-            guard let first = references.first, let last = references.last else { return [] }
-            return events.filter { $0 >= first - 0.5 && $0 <= last + 0.5 }
-        }
+        let during = DecodedRecording.during
         let pairs = [("front", "tone", DecodedRecording.signedOffsets(during(beeps, front), front).map { -$0 }),
                      ("back", "tone", DecodedRecording.signedOffsets(during(beeps, back), back).map { -$0 }),
                      ("front", "back", DecodedRecording.signedOffsets(during(front, back), back))]

@@ -78,6 +78,15 @@ public struct DecodedRecording {
         TestToneReader.beepOnsets(samples: audioSamples, sampleRate: 48000).map { audioStart + Double($0) / 48000 }
     }
 
+    /// The events of `events` that fall while `references` ran: within half a second of its
+    /// first and last event (events come once a second). A beep in the moment before a camera's
+    /// first frame or after its last has no flash to match, and would be paired with one a
+    /// second away.
+    public static func during(_ events: [Double], _ references: [Double]) -> [Double] {
+        guard let first = references.first, let last = references.last else { return [] }
+        return events.filter { $0 >= first - 0.5 && $0 <= last + 0.5 }
+    }
+
     /// For each event of `events`, its distance to the nearest of `references`, seconds.
     public static func offsets(_ events: [Double], _ references: [Double]) -> [Double] {
         signedOffsets(events, references).map(abs)
