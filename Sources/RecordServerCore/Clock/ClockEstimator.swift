@@ -201,8 +201,7 @@ struct ClockEstimator: Sendable {
     /// The standard error of the weighted least-squares slope (ms per ms) of `offsets` over
     /// `times`: the larger of what the model expects of each exchange (variance 1 / (12 w), see
     /// ``fit()``) and what the residuals show; infinite when the times do not spread.
-    private static func slopeError(times: [Double], offsets: [Double], weights: [Double]) -> Double {
-        let sums = WeightedSums(times: times, offsets: offsets, weights: weights)
+    private static func slopeError(_ sums: WeightedSums, times: [Double], offsets: [Double], weights: [Double]) -> Double {
         guard sums.sxx > 0 else { return .infinity }
         let slope = sums.sxy / sums.sxx
         var observed = 0.0
@@ -237,12 +236,14 @@ struct ClockEstimator: Sendable {
         // Until the drift can be fitted, a constant is: over the last recentSpan only, so that
         // a drifting clock's older offsets do not hold the estimate back.
         let span: Int64 = newest.serverMidpoint &- exchanges.first!.serverMidpoint
-        let fitsDrift = exchanges.count >= 3 && (span >= driftSpan || Self.slopeError(times: times, offsets: offsets, weights: weights) * 1e6 <= driftPrecisionPPM)
+        var sums = WeightedSums(times: times, offsets: offsets, weights: weights)
+        let fitsDrift = exchanges.count >= 3
+            && (span >= driftSpan || Self.slopeError(sums, times: times, offsets: offsets, weights: weights) * 1e6 <= driftPrecisionPPM)
         let recent = -Double(Self.recentSpan) / ms
         if !fitsDrift, times.filter({ $0 >= recent }).count >= 3 {
             for i in times.indices where times[i] < recent { weights[i] = 0 }
+            sums = WeightedSums(times: times, offsets: offsets, weights: weights)
         }
-        let sums = WeightedSums(times: times, offsets: offsets, weights: weights)
         let (total, meanTime, meanOffset, sxx, sxy) = (sums.total, sums.meanTime, sums.meanOffset, sums.sxx, sums.sxy)
         // The slope is shrunk towards 0 by a prior of ±200 ppm (what crystals do), through the
         // model variance 1 / (12 w) of each exchange: with many good exchanges the prior does
