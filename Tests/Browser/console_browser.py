@@ -420,11 +420,16 @@ def main():
         # ---- The fleet page lists this server, up, with what it records.
         browser.set_window_size(1280, 1000)
         browser.get(args.url + "/console/#/servers")
-        rows = wait_for("the servers table", lambda: browser.find_elements(By.CSS_SELECTOR, "tr[data-server]"), 15)
+        # One script reads the whole table: the page rebuilds it on every refresh, so element
+        # handles taken in one call can be stale by the next.
+        snapshot = """return [...document.querySelectorAll('tr[data-server]')]
+            .map(r => ({id: r.dataset.server, text: r.innerText}))"""
+        rows = wait_for("the servers table", lambda: js(snapshot), 15) or []
         fleet = json.loads(server.request("GET", "/v1/servers", cookie)[2])
-        check(len(rows) == len(fleet["servers"]) and rows[0].get_attribute("data-server") == fleet["servers"][0]["id"],
-              "the servers page lists the servers of GET /v1/servers: %s" % [r.text for r in rows])
-        check("up" in rows[0].text and "(this server)" in browser.page_source, "this server is shown up: %s" % rows[0].text)
+        check(len(rows) == len(fleet["servers"]) and rows[0]["id"] == fleet["servers"][0]["id"],
+              "the servers page lists the servers of GET /v1/servers: %s" % [r["text"] for r in rows])
+        first = rows[0]["text"] if rows else ""
+        check("up" in first and "(this server)" in first, "this server is shown up: %s" % first)
         shot("servers")
 
         # ---- Sign out: the cookie no longer works.
