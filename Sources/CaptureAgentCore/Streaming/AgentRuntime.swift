@@ -226,6 +226,13 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
 
     // MARK: Connection
 
+    /// The most bytes of media that wait in the kernel, and again in NIO, ahead of a heartbeat
+    /// reply: 32 KiB is 26 ms at 10 Mbit/s, and still keeps a gigabit link busy.
+    static let unsentLimit = 32 * 1024
+    /// `TCP_NOTSENT_LOWAT` (linux/tcp.h): the socket takes no more once this many bytes are
+    /// queued but not yet sent.
+    static let tcpNotSentLowat: Int32 = 25
+
     private func connect() {
         connection += 1
         let id = connection
@@ -240,6 +247,13 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(10))
             .channelOption(ChannelOptions.socketOption(.so_keepalive), value: 1)
+            // A heartbeat reply waits behind whatever media is queued ahead of it, and that wait
+            // counts as path asymmetry in the server's clock model. So the queue is kept short:
+            // the kernel holds at most `unsentLimit` bytes not yet sent, NIO at most the high
+            // watermark, and the rest waits in the resend buffer, where it costs the reply nothing.
+            .channelOption(ChannelOptions.Types.SocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: Self.tcpNotSentLowat)),
+                           value: Self.unsentLimit)
+            .channelOption(ChannelOptions.writeBufferWaterMark, value: .init(low: Self.unsentLimit / 2, high: Self.unsentLimit))
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try NIOSSLClientHandler(context: context, serverHostname: hostname)
@@ -407,7 +421,7 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
     /// Sends what the state machine has, as long as the channel takes it.
     private func pump() {
         while let channel, connected, channel.isWritable {
-            let actions = machine.pump(maxBytes: 256 * 1024, now: clock.now())
+            let actions = machine.pump(maxBytes: Self.unsentLimit, now: clock.now())
             guard !actions.isEmpty else { return }
             perform(actions)
         }

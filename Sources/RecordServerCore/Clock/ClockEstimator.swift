@@ -12,17 +12,20 @@ import AdminModels
 ///
 /// 1. keeps the exchanges of the last ``window`` (bounded in count too);
 /// 2. compares each one's round trip with the smallest within ``localSpan`` of it (so a path
-///    whose base delay changes is judged against its own recent best, not a stale minimum);
+///    whose base delay changes is judged against its own recent best, not a stale minimum: after
+///    a step up in the path's delay, the exchanges are judged against the larger round trips
+///    within ``localSpan`` instead of being weighed as queued until the old minimum ages out);
 /// 3. weights it 1 / (c² + excess²), with c half the median excess (at least the timing noise,
 ///    at most 5 ms): on a path with ±10 ms of jitter a delay spike of 50 ms weighs about 1/100
 ///    of a clean exchange;
-/// 4. fits offset = a + b·t by weighted least squares over the server's time: `b` is the drift,
-///    shrunk towards 0 by a ±200 ppm prior where the exchanges say little, and fitted once the
-///    exchanges pin it down to ``driftPrecisionPPM`` (30 ppm: about 7 s of exchanges on a clean
-///    path, half a minute on a jittery one) or span ``driftSpan`` (two minutes); before that the drift
-///    is taken as 0 and the offset is the weighted mean of the last 30 s, which a ±100 ppm clock
-///    moves by 1.5 ms at most (a lag the early fit removes: two agents drifting apart by 200 ppm
-///    would otherwise sit 3 ms apart for the first two minutes of their exchanges);
+/// 4. fits offset = a + b·t by weighted least squares over the server's time, from the third
+///    exchange on: `b` is the drift, shrunk towards 0 by a ±200 ppm prior as far as the
+///    exchanges leave it open. How open is judged by the larger of what the weights predict
+///    and how the exchanges really scatter about the line, so a few jittery exchanges over a
+///    short span give a drift near 0 and a minute of clean ones gives the clock's own. (A drift
+///    taken as 0 until it is pinned down lags a ±100 ppm clock by a millisecond every 10 s the
+///    estimate rests on older exchanges, and two agents drifting apart by 200 ppm then sit
+///    milliseconds apart.)
 /// 5. reports the offset at the newest exchange, the drift, the smallest round trip, and a
 ///    one-sigma uncertainty (the larger of what the weights predict and what the residuals show).
 ///
@@ -73,12 +76,6 @@ struct ClockEstimator: Sendable {
     /// The timing noise of one clean exchange, nanoseconds: the weight of an exchange with no
     /// excess round trip, and the floor of the uncertainty.
     let noiseFloor: Int64
-    /// The drift is fitted once the exchanges span this much server time, nanoseconds, or
-    /// earlier once they give it to within ``driftPrecisionPPM``.
-    let driftSpan: Int64
-    /// The drift is fitted as soon as its standard error (the larger of what the weights predict
-    /// and what the residuals show) is this small, ppm.
-    let driftPrecisionPPM: Double
     /// A fitted drift beyond this is clamped (crystals stay within ±100 ppm; a larger figure
     /// is noise over a short span, or a clock that is not a clock).
     let maxDriftPPM: Double
@@ -87,8 +84,6 @@ struct ClockEstimator: Sendable {
     static let maxNoiseScale: Int64 = 5_000_000
     /// The drift's prior spread, ppm.
     static let driftPrior = 200.0
-    /// Before the drift is fitted, the offset is the weighted mean of this much, nanoseconds.
-    static let recentSpan: Int64 = 30_000_000_000
 
     private var exchanges = Deque<ClockExchange>()
     /// Exchanges refused as impossible (see ``ClockExchange/isPlausible``).
@@ -117,14 +112,12 @@ struct ClockEstimator: Sendable {
         isCarriedOver = estimate != nil
     }
 
-    init(window: Int64 = 600_000_000_000, capacity: Int = 512, localSpan: Int64 = 30_000_000_000,
-         noiseFloor: Int64 = 500_000, driftSpan: Int64 = 120_000_000_000, driftPrecisionPPM: Double = 30, maxDriftPPM: Double = 1000) {
+    init(window: Int64 = 600_000_000_000, capacity: Int = 512, localSpan: Int64 = 10_000_000_000,
+         noiseFloor: Int64 = 500_000, maxDriftPPM: Double = 1000) {
         self.window = window
         self.capacity = capacity
         self.localSpan = localSpan
         self.noiseFloor = noiseFloor
-        self.driftSpan = driftSpan
-        self.driftPrecisionPPM = driftPrecisionPPM
         self.maxDriftPPM = maxDriftPPM
     }
 
@@ -198,11 +191,11 @@ struct ClockEstimator: Sendable {
         }
     }
 
-    /// The standard error of the weighted least-squares slope (ms per ms) of `offsets` over
-    /// `times`: the larger of what the model expects of each exchange (variance 1 / (12 w), see
-    /// ``fit()``) and what the residuals show; infinite when the times do not spread.
-    private static func slopeError(_ sums: WeightedSums, times: [Double], offsets: [Double], weights: [Double]) -> Double {
-        guard sums.sxx > 0 else { return .infinity }
+    /// How many times the variance of the weighted least-squares slope that the residuals show
+    /// (the sandwich estimate) exceeds what the model expects of each exchange (variance
+    /// 1 / (12 w), see ``fit()``); at least 1.
+    private static func slopeScatter(_ sums: WeightedSums, times: [Double], offsets: [Double], weights: [Double]) -> Double {
+        guard sums.sxx > 0 else { return 1 }
         let slope = sums.sxy / sums.sxx
         var observed = 0.0
         for i in times.indices {
@@ -210,7 +203,7 @@ struct ClockEstimator: Sendable {
             let residual = offsets[i] - sums.meanOffset - slope * (times[i] - sums.meanTime)
             observed += leverage * leverage * residual * residual
         }
-        return max(1 / (12 * sums.sxx), observed).squareRoot()
+        return max(1, observed * 12 * sums.sxx)
     }
 
     private func fit() -> Estimate? {
@@ -232,25 +225,18 @@ struct ClockEstimator: Sendable {
         // a c grown with them would weigh the worst like the best.
         let typical = excesses.sorted()[excesses.count / 2]
         let c = min(max(floor, typical / 2), Double(Self.maxNoiseScale) / ms)
-        var weights = excesses.map { 1 / (c * c + $0 * $0) }
-        // Until the drift can be fitted, a constant is: over the last recentSpan only, so that
-        // a drifting clock's older offsets do not hold the estimate back.
-        let span: Int64 = newest.serverMidpoint &- exchanges.first!.serverMidpoint
-        var sums = WeightedSums(times: times, offsets: offsets, weights: weights)
+        let weights = excesses.map { 1 / (c * c + $0 * $0) }
+        let sums = WeightedSums(times: times, offsets: offsets, weights: weights)
         let fitsDrift = exchanges.count >= 3
-            && (span >= driftSpan || Self.slopeError(sums, times: times, offsets: offsets, weights: weights) * 1e6 <= driftPrecisionPPM)
-        let recent = -Double(Self.recentSpan) / ms
-        if !fitsDrift, times.filter({ $0 >= recent }).count >= 3 {
-            for i in times.indices where times[i] < recent { weights[i] = 0 }
-            sums = WeightedSums(times: times, offsets: offsets, weights: weights)
-        }
         let (total, meanTime, meanOffset, sxx, sxy) = (sums.total, sums.meanTime, sums.meanOffset, sums.sxx, sums.sxy)
-        // The slope is shrunk towards 0 by a prior of ±200 ppm (what crystals do), through the
-        // model variance 1 / (12 w) of each exchange: with many good exchanges the prior does
-        // nothing; with a few noisy ones over a short span it keeps a bogus slope from being
-        // extrapolated into the offset.
+        // The slope is shrunk towards 0 by a prior of ±200 ppm (what crystals do), through each
+        // exchange's variance: the model's 1 / (12 w), scaled up by as much as the exchanges
+        // really scatter beyond it. With many good exchanges the prior does nothing; with a few
+        // noisy ones over a short span it keeps a bogus slope from being extrapolated into the
+        // offset.
         let prior = Self.driftPrior / 1e6
-        let slope = fitsDrift && sxx > 0 ? min(max(sxy / (sxx + 1 / (12 * prior * prior)), -maxDriftPPM / 1e6), maxDriftPPM / 1e6) : 0
+        let scatter = Self.slopeScatter(sums, times: times, offsets: offsets, weights: weights)
+        let slope = fitsDrift && sxx > 0 ? min(max(sxy / (sxx + scatter / (12 * prior * prior)), -maxDriftPPM / 1e6), maxDriftPPM / 1e6) : 0
         let offsetNow = meanOffset + slope * (0 - meanTime)
         // The uncertainty of the fitted offset now, the larger of two figures: what the model
         // expects (an exchange's error is uniform within ± half its excess round trip, so its

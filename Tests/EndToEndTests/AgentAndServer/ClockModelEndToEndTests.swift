@@ -19,8 +19,8 @@ struct ClockModelEndToEndTests {
         let skewed = SkewedClock(offset: 3 * 3_600_000_000_000 + 123_456_789, driftPPM: 300)
         try await fixture.startAgent(id: "cam-skewed", sources: ["front=test:160x120@5"], clock: skewed)
         let env = fixture.environment
-        // 125 exchanges, one a second: once they span two minutes the drift is fitted whatever
-        // the scheduling noise of a loaded machine (on a quiet one it is after about 7 s).
+        // 125 exchanges, one a second: two minutes pin the drift down whatever the scheduling
+        // noise of a loaded machine (on a quiet one, about 7 s do).
         let clock = try await eventually("125 clock exchanges", seconds: 400) { () -> [String: Any]? in
             let result = try await offPool { try recordctl(["agents", "--json"] + RemoteControlTests.pollTimeout, environment: env) }
             let agent = (try result.json()["agents"] as? [[String: Any]])?.first
