@@ -101,6 +101,13 @@ final class SourcePipeline: @unchecked Sendable {
     /// Blocks until both threads are done.
     func waitUntilFinished() { finished.wait() }
 
+    /// Blocks until both threads are done or `deadline` passes; whether they are done.
+    @discardableResult
+    func waitUntilFinished(deadline: DispatchTime) -> Bool { finished.wait(timeout: deadline) == .success }
+
+    /// Whether both threads are done (true too before ``run()``).
+    var isFinished: Bool { finished.wait(timeout: .now()) == .success }
+
     /// The next picture will be encoded as a keyframe (called from any thread).
     func requestKeyframe() {
         lock.lock()

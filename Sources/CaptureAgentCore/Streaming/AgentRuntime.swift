@@ -153,6 +153,11 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
         if case .running(let pipelines, _, _) = capture { pipelines } else { [] }
     }
 
+    /// Pipelines told to stop whose threads may still be running. ``run()`` waits for them
+    /// before it returns: their last events go through the event loop, which whoever called
+    /// `run()` may shut down as soon as it returns.
+    private var windingDown: [SourcePipeline] = []
+
     private var finished: Bool { lifecycle == .finished }
     private var shuttingDown: Bool { lifecycle == .shuttingDown }
 
@@ -184,7 +189,35 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
             connect()
             if settings.record { startCapture(labels: []) }
         }
-        try await done.futureResult.get()
+        do {
+            try await done.futureResult.get()
+        } catch {
+            await joinPipelines()
+            throw error
+        }
+        await joinPipelines()
+    }
+
+    /// Waits, off the event loop, until every pipeline thread has ended, at most a few seconds
+    /// (a device read that hangs must not keep the agent from exiting).
+    private func joinPipelines() async {
+        // The loop runs until run()'s caller shuts it down; if it is already gone there is
+        // nothing left to wait for.
+        let threads = (try? await eventLoop.submit { [self] in windingDown + pipelines }.get()) ?? []
+        guard !threads.isEmpty else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                let deadline = DispatchTime.now() + .nanoseconds(Int(SourcePipeline.stopGrace) * 3)
+                for pipeline in threads { pipeline.waitUntilFinished(deadline: deadline) }
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Keeps `stopped` until their threads end; forgets the ones that have.
+    private func windDown(_ stopped: [SourcePipeline]) {
+        windingDown.removeAll { $0.isFinished }
+        windingDown += stopped
     }
 
     /// Ends gracefully: stops capture, sends everything, closes the session, waits for
@@ -433,6 +466,7 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
         if case .running = capture { capture = .idle }
         durationTimer?.cancel()
         for pipeline in ending { pipeline.stop() }
+        windDown(ending)
         // Once a self-started recording is over (or a stop was asked for), the agent is done.
         if settings.record || shuttingDown {
             finish()
@@ -443,6 +477,9 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
         guard !finished else { return }
         lifecycle = .finished
         ticker?.cancel()
+        // A forced end (a second stop, the stop timeout, a refusal) may leave capture running.
+        for pipeline in pipelines { pipeline.stop() }
+        windDown(pipelines)
         channel?.close(promise: nil)
         if let failure {
             done.fail(failure)
