@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import Shared
 public import Logging
 public import NIOCore
@@ -159,6 +160,8 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
     private var windingDown: [SourcePipeline] = []
 
     private var finished: Bool { lifecycle == .finished }
+    /// ``finished``, readable off the event loop: set before `run()` can return.
+    private let hasFinished = Atomic<Bool>(false)
     private var shuttingDown: Bool { lifecycle == .shuttingDown }
 
     public init(settings: AgentSettings, clock: any MonotonicClock = SystemMonotonicClock(), logger: Logger,
@@ -221,8 +224,10 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
     }
 
     /// Ends gracefully: stops capture, sends everything, closes the session, waits for
-    /// the server's SessionClosed. Safe from any thread (signal handlers).
+    /// the server's SessionClosed. Safe from any thread (signal handlers), and a no-op once
+    /// ``run()`` has finished, when the caller may already have shut the event loop down.
     public func shutdown() {
+        guard !hasFinished.load(ordering: .acquiring) else { return }
         eventLoop.execute { [self] in
             switch lifecycle {
             case .finished:
@@ -476,6 +481,7 @@ public final class AgentRuntime: MCRPConnectionDelegate, @unchecked Sendable {
     private func finish() {
         guard !finished else { return }
         lifecycle = .finished
+        hasFinished.store(true, ordering: .releasing)
         ticker?.cancel()
         // A forced end (a second stop, the stop timeout, a refusal) may leave capture running.
         for pipeline in pipelines { pipeline.stop() }

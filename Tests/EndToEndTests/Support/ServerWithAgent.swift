@@ -55,7 +55,11 @@ final class ServerWithAgent: @unchecked Sendable {
         return try listing.json()["agents"] as? [[String: Any]] ?? []
     }
 
+    /// Stops the agent, its event-loop group and the server; a second call does nothing (a
+    /// test may stop early and keep a `defer` that stops again).
     func stop() async {
+        let (agent, agentTask, group) = (self.agent, self.agentTask, self.group)
+        (self.agent, self.agentTask, self.group) = (nil, nil, nil)
         if let agent, let agentTask {
             agent.shutdown()
             // The test judged what it needed before stopping; how the agent's run ended is not part of it.
