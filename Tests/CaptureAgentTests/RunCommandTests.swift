@@ -61,12 +61,18 @@ struct RunCommandTests {
     @Test func anExpiredOrNotYetValidCertificateIsRefusedWithItsDate() throws {
         let fixture = try agentFixture()
         let day: TimeInterval = 86_400
-        for (name, notBefore, words) in [("expired", Date().addingTimeInterval(-2 * day), "expired on"),
-                                          ("future", Date().addingTimeInterval(2 * day), "not valid before")] {
+        // Dates at hh:mm:59.7, the case where rounding to whole seconds moves the minute.
+        let edge = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 + 59.7)
+        for (name, notBefore, words) in [("expired", edge.addingTimeInterval(-2 * day), "expired on"),
+                                          ("future", edge.addingTimeInterval(2 * day), "not valid before")] {
             let certificate = try fixture.ca.issueAgentCertificate(agentID: "cam-e2e", validity: day, notBefore: notBefore)
             try certificate.write(certPath: fixture.directory + "/\(name).pem", keyPath: fixture.directory + "/\(name)-key.pem")
             let error = #expect(throws: ConfigError.self) { try command(fixture, [], certificate: name).resolve() }
-            let date = CertificateValidity.format(name == "expired" ? certificate.notAfter : notBefore)
+            // The dates as the certificate holds them: X.509 times have whole seconds, rounded to
+            // the nearest, so a `notBefore` at hh:mm:59.5 or later is stored in the next minute.
+            let stored = try #require(CertificateValidity.read(pemFile: fixture.directory + "/\(name).pem"))
+            #expect(abs(stored.notBefore.timeIntervalSince(notBefore)) <= 0.5)
+            let date = CertificateValidity.format(name == "expired" ? stored.notAfter : stored.notBefore)
             #expect(error?.message.contains("\(words) \(date)") == true, "\(error?.message ?? "")")
             #expect(error?.message.contains("recordctl ca issue agent cam-e2e") == true, "\(error?.message ?? "")")
         }

@@ -78,11 +78,15 @@ struct MultihostClockBenchTests {
                                              id, median, p99, worst, errors.count, drift, truth.driftPPM, truth.asymmetryMillis))
             #expect(median <= 5, "\(id): median error \(median) ms")
             #expect(worst <= 16.5, "\(id): worst error \(worst) ms (two agents off in opposite directions by this much are one frame apart)")
-            // The drift is fitted once the exchanges give it to 30 ppm, and whatever the noise
-            // once they span two minutes (one a second): a run of 150 s or more must get there,
-            // and then the drift must be right.
+            // The drift, once the exchanges span two minutes (one a second; a run of 150 s or
+            // more gets there). On this path (delay steps every 20 s, ±10 ms of jitter) two
+            // minutes pin it down to about 12 ppm rms: ClockModelTests'
+            // theDriftOfAJitteryPathIsKnownToTensOfPPMAfter140Seconds, and 30 hosts of earlier
+            // bench runs (rms 11.9 ppm, worst 32 ppm; docs/benchmarks.md). 50 ppm is four times
+            // that spread, and what matters of it, the offset, is checked above: 50 ppm moves
+            // it by 1 ms across a 20 s network cut.
             if seconds >= 150 { #expect(exchanges >= 125, "\(id): \(exchanges) exchanges at the end of \(seconds) s") }
-            if exchanges >= 125 { #expect(abs(drift - truth.driftPPM) <= 30, "\(id): drift \(drift) ppm, injected \(truth.driftPPM)") }
+            if exchanges >= 125 { #expect(abs(drift - truth.driftPPM) <= 50, "\(id): drift \(drift) ppm, injected \(truth.driftPPM)") }
         }
         // Between hosts: what aligning two agents' tracks would be off by, beyond their asymmetries.
         let ids = truths.keys.sorted()

@@ -172,6 +172,33 @@ struct ClockModelTests {
         #expect(median <= 1 && worst <= 4, "median \(median) ms, p99 \(p99) ms, worst \(worst) ms")
     }
 
+    /// How well 140 s of exchanges over the bench's path (steps every 20 s, ±10 ms of jitter)
+    /// pin the drift down: the spread the netns bench's drift check allows for
+    /// (MultihostClockBenchTests). Each 20 s stage's best exchanges share an error of a millisecond
+    /// or two, so 140 s holds only seven independent looks at the line; the slope cannot be
+    /// known much better than 2 ms / 140 s ≈ 15 ppm, whatever the weighting.
+    @Test func theDriftOfAJitteryPathIsKnownToTensOfPPMAfter140Seconds() throws {
+        let schedule: [Double] = [65, 25, 75, 45, 20, 50, 80, 35]
+        var errors: [Double] = []
+        for driftPPM in [100.0, -100.0, 37.0] {
+            for seed in UInt64(41)...100 {
+                var link = SimulatedLink(driftPPM: driftPPM, random: SplitMix64(seed: seed))
+                var estimator = ClockEstimator()
+                var t: Int64 = 1_000_000_000_000
+                for second in 0..<140 {
+                    let base = schedule[(second / 20 + Int(seed)) % schedule.count]
+                    let forward = Int64((base + link.uniform(-10...10)) * 1e6), back = Int64((base + link.uniform(-10...10)) * 1e6)
+                    estimator.add(link.exchange(at: t, forward: forward, back: back))
+                    t += link.interval
+                }
+                errors.append(try #require(estimator.estimate).driftPPM - driftPPM)
+            }
+        }
+        let rms = (errors.map { $0 * $0 }.reduce(0, +) / Double(errors.count)).squareRoot(), worst = errors.map(abs).max() ?? 0
+        print("clock model: drift after 140 s of a stepped path, \(errors.count) runs: error rms \(rms) ppm, worst \(worst) ppm")
+        #expect(rms <= 12 && worst <= 30, "rms \(rms) ppm, worst \(worst) ppm")
+    }
+
     @Test("an asymmetric path moves the offset by half the asymmetry, and the bound covers it")
     func asymmetryIsHalfAndBounded() throws {
         for asymmetry in [20.0, -20.0, 8.0] {
