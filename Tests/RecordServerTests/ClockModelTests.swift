@@ -51,6 +51,16 @@ struct ClockModelTests {
         return schedule[Int(seconds / 30) % schedule.count]
     }
 
+    /// One-way delays (nanoseconds, forward and back) on the multihost bench's path at `second`:
+    /// the base delay steps every 20 s (down and up by up to 55 ms), starting `phase` steps into
+    /// the schedule, with ±10 ms of uniform jitter each way and no spikes (the bench has none).
+    static func steppedDelays(atSecond second: Int, phase: Int = 0, link: inout SimulatedLink) -> (Int64, Int64) {
+        let schedule: [Double] = [65, 25, 75, 45, 20, 50, 80, 35]
+        let base = schedule[(second / 20 + phase) % schedule.count]
+        let forward = Int64((base + link.uniform(-10...10)) * 1e6)
+        return (forward, Int64((base + link.uniform(-10...10)) * 1e6))
+    }
+
     /// Runs `seconds` of probing over the stepping base delay; returns the estimator and the link.
     static func run(seconds: Int, asymmetry: Double = 0, link: SimulatedLink) -> (ClockEstimator, SimulatedLink) {
         var link = link
@@ -150,16 +160,13 @@ struct ClockModelTests {
     /// up are judged against the smaller round trips before it lags the drift.
     @Test("from 40 s after connecting, through delay steps every 20 s: median within 1 ms, worst within 4 ms", arguments: [100.0, -100.0])
     func followsTheClockThroughDelaySteps(driftPPM: Double) throws {
-        let schedule: [Double] = [65, 25, 75, 45, 20, 50, 80, 35]
         var errors: [Double] = []
         for seed in UInt64(41)...48 {
             var link = SimulatedLink(driftPPM: driftPPM, random: SplitMix64(seed: seed))
             var estimator = ClockEstimator()
-            let start: Int64 = 1_000_000_000_000
-            var t = start
+            var t: Int64 = 1_000_000_000_000
             for second in 0..<160 {
-                let base = schedule[(second / 20) % schedule.count]
-                let forward = Int64((base + link.uniform(-10...10)) * 1e6), back = Int64((base + link.uniform(-10...10)) * 1e6)
+                let (forward, back) = Self.steppedDelays(atSecond: second, link: &link)
                 estimator.add(link.exchange(at: t, forward: forward, back: back))
                 t += link.interval
                 guard second >= 40, let estimate = estimator.estimate else { continue }
@@ -178,7 +185,6 @@ struct ClockModelTests {
     /// or two, so 140 s holds only seven independent looks at the line; the slope cannot be
     /// known much better than 2 ms / 140 s ≈ 15 ppm, whatever the weighting.
     @Test func theDriftOfAJitteryPathIsKnownToTensOfPPMAfter140Seconds() throws {
-        let schedule: [Double] = [65, 25, 75, 45, 20, 50, 80, 35]
         var errors: [Double] = []
         for driftPPM in [100.0, -100.0, 37.0] {
             for seed in UInt64(41)...100 {
@@ -186,8 +192,7 @@ struct ClockModelTests {
                 var estimator = ClockEstimator()
                 var t: Int64 = 1_000_000_000_000
                 for second in 0..<140 {
-                    let base = schedule[(second / 20 + Int(seed)) % schedule.count]
-                    let forward = Int64((base + link.uniform(-10...10)) * 1e6), back = Int64((base + link.uniform(-10...10)) * 1e6)
+                    let (forward, back) = Self.steppedDelays(atSecond: second, phase: Int(seed), link: &link)
                     estimator.add(link.exchange(at: t, forward: forward, back: back))
                     t += link.interval
                 }
