@@ -42,6 +42,24 @@ struct SamplePreparationTests {
         #expect(recoveryPoint.isSync)
     }
 
+    @Test("a length-prefixed access unit with nothing to drop is kept as it came, not copied")
+    func lengthPrefixedIsNotCopied() throws {
+        let input = lengthPrefixed([pSlice(300), pSlice(70_000, fill: 0x22), pSlice(2)])
+        let out = try prepare(MuxerSample(trackID: 1, sequence: 1, pts: 0, isKeyframe: false, data: input))
+        #expect(out.payload == input)
+        let same = input.withUnsafeBufferPointer { a in out.payload.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
+        #expect(same, "the payload is the sample's own storage")
+    }
+
+    @Test("Annex B with 4-byte start codes is rewritten even where its layout matches length prefixes")
+    func annexBStartCodesAreNotTakenForLengths() throws {
+        // Ranges at 4, then 4 bytes after each unit: only the prefix bytes tell start codes
+        // (00 00 00 01) from lengths.
+        let input = annexB([idrSlice(40), pSlice(9)])
+        let out = try prepare(MuxerSample(trackID: 1, sequence: 1, pts: 0, isKeyframe: true, data: input))
+        #expect(out.payload == lengthPrefixed([idrSlice(40), pSlice(9)]))
+    }
+
     @Test("in-band parameter sets equal to the track's are dropped silently")
     func identicalInBandParameterSets() throws {
         let input = lengthPrefixed([X264.sps720p, X264.pps720p, idrSlice(16)])

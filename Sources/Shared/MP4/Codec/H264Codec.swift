@@ -52,8 +52,8 @@ struct H264Codec: TrackCodec {
         do { ranges = try H264NALUnits.nalUnitRanges(in: data) } catch {
             throw MuxerError(.malformedSample, "track \(id) sequence \(sample.sequence): \(error)")
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(data.count + 4 * ranges.count)
+        var kept: [Range<Int>] = []
+        kept.reserveCapacity(ranges.count)
         var hasIDR = false
         var sliceCount = 0
         for r in ranges {
@@ -75,17 +75,38 @@ struct H264Codec: TrackCodec {
             default:
                 break
             }
-            let n = UInt32(r.count)
-            out.append(UInt8(n >> 24)); out.append(UInt8(truncatingIfNeeded: n >> 16))
-            out.append(UInt8(truncatingIfNeeded: n >> 8)); out.append(UInt8(truncatingIfNeeded: n))
-            out.append(contentsOf: data[r])
+            kept.append(r)
         }
         guard sliceCount > 0 else {
             throw MuxerError(.malformedSample, "track \(id) sequence \(sample.sequence): no picture slice in the access unit")
         }
         // The bitstream is the authority on sync samples; a keyframe flag on a non-IDR is kept
         // only if the caller says so (open-GOP recovery points), never dropped.
-        return (out, sample.isKeyframe || hasIDR)
+        return (Self.lengthPrefixed(kept, of: data), sample.isKeyframe || hasIDR)
+    }
+
+    /// The NAL units `kept` of `data`, each behind its 4-byte big-endian length. When that is
+    /// `data` itself — the wire protocol's form, no unit dropped — `data` is returned as it
+    /// is, which saves a copy of every video byte the server records.
+    static func lengthPrefixed(_ kept: [Range<Int>], of data: [UInt8]) -> [UInt8] {
+        var end = 0
+        let unchanged = kept.allSatisfy { r in
+            defer { end = r.upperBound }
+            return r.lowerBound == end + 4 && (0..<4).allSatisfy { data[end + $0] == lengthByte($0, of: r.count) }
+        }
+        if unchanged, end == data.count { return data }
+        var out: [UInt8] = []
+        out.reserveCapacity(data.count + 4 * kept.count)
+        for r in kept {
+            for i in 0..<4 { out.append(lengthByte(i, of: r.count)) }
+            out.append(contentsOf: data[r])
+        }
+        return out
+    }
+
+    /// Byte `index` (0 first) of the big-endian 4-byte length `count`.
+    private static func lengthByte(_ index: Int, of count: Int) -> UInt8 {
+        UInt8(truncatingIfNeeded: UInt32(count) >> (8 * (3 - index)))
     }
 
     func rollGroup(for table: TrackTable) -> (description: RollGroupDescriptionBox, mapping: SampleToGroupBox)? { nil }

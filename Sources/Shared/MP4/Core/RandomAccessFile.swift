@@ -78,6 +78,35 @@ public final class RandomAccessFile {
         }
     }
 
+    /// Writes `parts` back to back from `offset`, as ``write(_:at:)`` would write them joined,
+    /// without joining them: a fragment's samples go from the arrays they arrived in straight
+    /// to the kernel (`pwritev`), where a joined copy cost a memmove of every byte and an
+    /// allocation the size of the fragment. Parts go in groups of ``GatheredWrite/partsPerCall``.
+    public func write(gathering parts: [[UInt8]], at offset: UInt64) throws(MuxerError) {
+        guard let fd = try descriptor("write") else {
+            if case .memory(let file) = backing {
+                var at = offset
+                for part in parts {
+                    file.write(part, at: at)
+                    at += UInt64(part.count)
+                }
+            }
+            return
+        }
+        var at = offset
+        var start = parts.startIndex
+        while start < parts.endIndex {
+            let group = parts[start ..< min(start + GatheredWrite.partsPerCall, parts.endIndex)]
+            let failure = GatheredWrite.pinning(group) { vectors in GatheredWrite.writeAll(fd, vectors, at: at) }
+            if failure != 0 {
+                errno = failure
+                throw Self.error("write", path)
+            }
+            at += UInt64(group.reduce(0) { $0 + $1.count })
+            start = group.endIndex
+        }
+    }
+
     /// Reads up to `count` bytes at `offset`; fewer only at end of file.
     public func read(count: Int, at offset: UInt64) throws(MuxerError) -> [UInt8] {
         guard let fd = try descriptor("read") else {

@@ -15,7 +15,12 @@ struct FragmentAssembler {
     }
 
     struct Output {
-        var bytes: [UInt8]
+        /// The fragment as it goes into the file, in order: the marker, `moof` and `mdat`
+        /// header first, then every sample's payload as the muxer holds it. The payloads are
+        /// not copied into one buffer: the file takes them in one gathered write
+        /// (``RandomAccessFile/write(gathering:at:)``).
+        var parts: [[UInt8]]
+        var byteCount: Int
         var runs: [TrackRun]
         var sampleCount: Int
     }
@@ -44,17 +49,19 @@ struct FragmentAssembler {
             runs[i].dataOffset = offset
             offset += runs[i].sizes.reduce(0) { $0 + Int($1) }
         }
-        var writer = ByteWriter(capacity: marker.size + offset)
+        var writer = ByteWriter(capacity: marker.size + moofSize + mdat.headerSize)
         marker.encode(into: &writer)
         let moofStart = writer.count
         MovieFragmentBox(sequenceNumber: sequence, trackFragments: trafs()).encode(into: &writer)
         for i in runs.indices { runs[i].dataOffset += moofStart }
         mdat.encode(into: &writer)
+        var parts: [[UInt8]] = [writer.bytes]
+        parts.reserveCapacity(1 + runs.reduce(0) { $0 + $1.sizes.count })
         var count = 0
         for run in runs {
-            for sample in payloads[run.trackIndex] { writer.append(sample.payload) }
+            for sample in payloads[run.trackIndex] { parts.append(sample.payload) }
             count += run.sizes.count
         }
-        return Output(bytes: writer.bytes, runs: runs, sampleCount: count)
+        return Output(parts: parts, byteCount: writer.count + payloadBytes, runs: runs, sampleCount: count)
     }
 }

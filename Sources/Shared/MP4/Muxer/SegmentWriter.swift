@@ -217,7 +217,7 @@ final class SegmentWriter {
         let writeStart = clock.now
         var syncStart = writeStart
         do {
-            try file.write(output.bytes, at: fileSize)
+            try file.write(gathering: output.parts, at: fileSize)
             syncStart = clock.now
             switch configuration.durability {
             case .fsyncEveryFragment:
@@ -225,7 +225,7 @@ final class SegmentWriter {
                 // Written media is not read back while recording (finalize reads only the moofs):
                 // keep it from crowding the page cache, which a server writing many streams
                 // would otherwise fill and then have to reclaim under load.
-                file.dropCachedPages(offset: fileSize, length: UInt64(output.bytes.count))
+                file.dropCachedPages(offset: fileSize, length: UInt64(output.byteCount))
             case .fsyncWhenAsked:
                 unsyncedFrom = unsyncedFrom ?? writtenFrom
             case .none:
@@ -242,14 +242,14 @@ final class SegmentWriter {
         // Only now, with the bytes durable, does the fragment count as part of the file.
         for run in output.runs { durableSamples[run.trackIndex] += run.sizes.count }
         lastDelta = lastDeltas
-        fileSize += UInt64(output.bytes.count)
+        fileSize += UInt64(output.byteCount)
         let fragment = nextFragmentSequence
         nextFragmentSequence += 1
         pending = Array(repeating: [], count: tracks.count)
         pendingSampleCount = 0
         pendingBytes = 0
         fragmentFirstDTS = nil
-        return (sequences, (output.sampleCount, output.bytes.count, fragment, syncStart - writeStart, syncEnd - syncStart))
+        return (sequences, (output.sampleCount, output.byteCount, fragment, syncStart - writeStart, syncEnd - syncStart))
     }
 
     /// Makes what was written durable (under `.fsyncWhenAsked`): the file's name in its
