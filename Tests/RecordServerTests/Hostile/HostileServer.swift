@@ -149,9 +149,16 @@ final class HostileServer: @unchecked Sendable {
         func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
             let server = try HostileServer()
             defer { server.stop() }
-            try await server.start()
-            try await GoodSession.warmUp(server)
-            server.baseline = try await server.settle()
+            do {
+                try await server.start()
+                try await GoodSession.warmUp(server)
+                server.baseline = try await server.settle()
+            } catch {
+                // Otherwise the suite reports only the error (CI once saw just "I/O on closed
+                // channel" here): the server's own account of the set-up goes with it.
+                print("hostile: set-up failed (\(error)); record-server running: \(server.process.isRunning); log tail:\n\(server.process.log.suffix(4000))")
+                throw error
+            }
             print("hostile: baseline \(server.baseline)")
             try await HostileServer.$current.withValue(server) { try await function() }
         }
