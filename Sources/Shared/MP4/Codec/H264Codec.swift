@@ -89,12 +89,7 @@ struct H264Codec: TrackCodec {
     /// `data` itself — the wire protocol's form, no unit dropped — `data` is returned as it
     /// is, which saves a copy of every video byte the server records.
     static func lengthPrefixed(_ kept: [Range<Int>], of data: [UInt8]) -> [UInt8] {
-        var end = 0
-        let unchanged = kept.allSatisfy { r in
-            defer { end = r.upperBound }
-            return r.lowerBound == end + 4 && (0..<4).allSatisfy { data[end + $0] == lengthByte($0, of: r.count) }
-        }
-        if unchanged, end == data.count { return data }
+        if isLengthPrefixed(kept, of: data) { return data }
         var out: [UInt8] = []
         out.reserveCapacity(data.count + 4 * kept.count)
         for r in kept {
@@ -102,6 +97,18 @@ struct H264Codec: TrackCodec {
             out.append(contentsOf: data[r])
         }
         return out
+    }
+
+    /// Whether `data` is exactly the units `kept`, back to back, each behind the 4-byte length
+    /// ``lengthPrefixed(_:of:)`` would write.
+    private static func isLengthPrefixed(_ kept: [Range<Int>], of data: [UInt8]) -> Bool {
+        var end = 0
+        for r in kept {
+            guard r.lowerBound == end + 4 else { return false }
+            for i in 0..<4 where data[end + i] != lengthByte(i, of: r.count) { return false }
+            end = r.upperBound
+        }
+        return end == data.count
     }
 
     /// Byte `index` (0 first) of the big-endian 4-byte length `count`.

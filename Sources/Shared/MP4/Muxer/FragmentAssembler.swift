@@ -55,12 +55,12 @@ struct FragmentAssembler {
         MovieFragmentBox(sequenceNumber: sequence, trackFragments: trafs()).encode(into: &writer)
         for i in runs.indices { runs[i].dataOffset += moofStart }
         mdat.encode(into: &writer)
-        var parts: [[UInt8]] = [writer.bytes]
-        parts.reserveCapacity(1 + runs.reduce(0) { $0 + $1.sizes.count })
-        var count = 0
+        let count = runs.reduce(0) { $0 + $1.sizes.count }
+        var parts: [[UInt8]] = []
+        parts.reserveCapacity(1 + count)
+        parts.append(writer.bytes)
         for run in runs {
             for sample in payloads[run.trackIndex] { parts.append(sample.payload) }
-            count += run.sizes.count
         }
         return Output(parts: parts, byteCount: writer.count + payloadBytes, runs: runs, sampleCount: count)
     }
